@@ -1,0 +1,194 @@
+"""Settings, all from the environment; the defaults run on one machine with nothing installed.
+
+DATABASE_URL   default: SQLite in var/agentsite.sqlite3
+REDIS_URL      default: the embedded Redis on the unix socket var/redis.sock, which `make run`
+               starts itself (redis://host:port/db for a real server)
+ANTHROPIC_API_KEY  optional; without it the deterministic offline provider plans and executes
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("AGENTSITE_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _env_bool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    return default if value is None else value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _secret_key() -> str:
+    """Use DJANGO_SECRET_KEY, else a random key kept in var/ so sessions survive restarts."""
+    if key := os.environ.get("DJANGO_SECRET_KEY"):
+        return key
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        import secrets
+
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = _env_bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
+CSRF_TRUSTED_ORIGINS = [
+    o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o
+]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "planner_ui",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "agentsite.urls"
+WSGI_APPLICATION = None
+ASGI_APPLICATION = "agentsite.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL", f"sqlite:///{VAR_DIR / 'agentsite.sqlite3'}"),
+        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several processes (Daphne, workers) share one SQLite file: wait for locks instead of
+    # failing, take the write lock up front, and let readers run beside a writer.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["TEST"] = {
+        # A file, not memory: the worker and Daphne processes of the tests must see it.
+        "NAME": os.environ.get("AGENTSITE_TEST_DB", str(VAR_DIR / "test.sqlite3")),
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns when it is missing; it serves from finders
+WHITENOISE_USE_FINDERS = True
+
+# --- Redis: Celery broker and the Channels layer -------------------------------------------
+EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
+REDIS_URL = os.environ.get("REDIS_URL") or f"unix://{EMBEDDED_REDIS_SOCKET}"
+REDIS_IS_EMBEDDED = "REDIS_URL" not in os.environ or not os.environ["REDIS_URL"]
+
+
+def kombu_url(redis_url: str) -> str:
+    """Kombu spells a unix socket redis+socket:///path; everything else passes through."""
+    if redis_url.startswith("unix://"):
+        return "redis+socket://" + redis_url[len("unix://") :]
+    return redis_url
+
+
+CHANNEL_LAYERS = {
+    "default": {
+        # One Redis publish per group send: the fastest fan-out to many watchers of one run.
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+        "CONFIG": {"hosts": [{"address": REDIS_URL}]},
+    }
+}
+
+CELERY_BROKER_URL = kombu_url(REDIS_URL)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # A task whose worker vanished is re-delivered after this long; steps are idempotent.
+    "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "600")),
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_TASK_DEFAULT_QUEUE = "agentsite"
+
+# --- Models -------------------------------------------------------------------------------
+ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
+ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
+# "offline" or "anthropic"; default: anthropic when a key is set, else offline.
+AGENTSITE_PROVIDER = os.environ.get(
+    "AGENTSITE_PROVIDER", "anthropic" if ANTHROPIC_API_KEY else "offline"
+)
+AGENTSITE_PLANNER_MODEL = os.environ.get("AGENTSITE_PLANNER_MODEL", "claude-opus-5-5")
+AGENTSITE_EXECUTOR_MODEL = os.environ.get("AGENTSITE_EXECUTOR_MODEL", "claude-sonnet-5-5")
+AGENTSITE_MODEL_TIMEOUT_S = float(os.environ.get("AGENTSITE_MODEL_TIMEOUT_S", "120"))
+
+# --- Runs and tools -----------------------------------------------------------------------
+AGENTSITE_MAX_TASK_CHARS = 10_000
+AGENTSITE_MAX_STEP_ITERATIONS = int(os.environ.get("AGENTSITE_MAX_STEP_ITERATIONS", "8"))
+AGENTSITE_WORKSPACES_DIR = Path(
+    os.environ.get("AGENTSITE_WORKSPACES_DIR", VAR_DIR / "workspaces")
+)
+AGENTSITE_FETCH_MAX_BYTES = int(os.environ.get("AGENTSITE_FETCH_MAX_BYTES", "200000"))
+AGENTSITE_FETCH_TIMEOUT_S = float(os.environ.get("AGENTSITE_FETCH_TIMEOUT_S", "10"))
+
+EMAIL_BACKEND = os.environ.get(
+    "DJANGO_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend"
+)
+EMAIL_FILE_PATH = VAR_DIR / "sent_mail"
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "agentsite@localhost")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
+}
