@@ -1,0 +1,40 @@
+"""The small error hierarchy every layer above the core raises and records."""
+
+from __future__ import annotations
+
+
+class AgentError(Exception):
+    """Base of every error agentsite records on a run or a step."""
+
+
+class PlanValidationError(AgentError):
+    """A plan broke the schema or the DAG rules; `errors` lists every problem found."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        super().__init__("invalid plan: " + "; ".join(errors))
+
+
+class InvalidTransition(AgentError):
+    """A run or step was asked to move to a status its current one does not allow."""
+
+
+class ToolError(AgentError):
+    """A tool refused its arguments or failed; the message goes back to the model as data."""
+
+
+class ToolNotGranted(ToolError):
+    """The model asked for a tool its step was not granted."""
+
+
+class ProviderError(AgentError):
+    """A model provider failed; `status` and `body` keep what the vendor said."""
+
+    def __init__(self, message: str, *, status: int | None = None, body: str = "") -> None:
+        self.status = status
+        self.body = body
+        super().__init__(message)
+
+
+class StepFailed(AgentError):
+    """An executor could not finish its step (iteration cap, refusal, provider error)."""
