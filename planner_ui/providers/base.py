@@ -1,0 +1,97 @@
+"""The one small interface every model provider implements.
+
+Messages use a neutral shape so that nothing above a provider file knows a vendor's wire format:
+
+    {"role": "user", "content": "text"}
+    {"role": "assistant", "content": "text", "tool_calls": [ToolCall, ...]}
+    {"role": "tool", "results": [ToolResult, ...]}
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner_ui.core.errors import ProviderError
+
+__all__ = [
+    "Message",
+    "ModelReply",
+    "ModelRequest",
+    "Provider",
+    "ProviderError",
+    "ToolCall",
+    "ToolResult",
+    "ToolSpec",
+    "Usage",
+]
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    # When set, the reply's text must be one JSON document matching this schema.
+    output_schema: dict[str, Any] | None = None
+    # Who is asking: "planner", "executor:<role>" or "synthesizer". Used for routing and
+    # accounting; the offline provider also uses it to know which part to play.
+    purpose: str = "executor"
+    max_tokens: int = 4096
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    text: str
+    tool_calls: list[ToolCall]
+    stop_reason: str  # end_turn, tool_use, max_tokens, refusal, ...
+    usage: Usage
+    model: str
+
+
+class Provider(ABC):
+    """A model behind one method. Subclasses map to and from their vendor's format privately."""
+
+    name: str = "provider"
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+
+    @property
+    def label(self) -> str:
+        """How the run page names this model, e.g. 'anthropic:claude-sonnet-5-5'."""
+        return f"{self.name}:{self.model}"
+
+    @abstractmethod
+    def complete(self, request: ModelRequest) -> ModelReply:
+        """Send one request and return the reply; raise ProviderError on any vendor failure."""

@@ -1,0 +1,30 @@
+"""Send an email through Django's mail backend: irreversible, so gated."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .base import Tool, ToolContext
+
+
+class SendEmailInput(BaseModel):
+    to: str = Field(
+        pattern=r"^[^@\s<>,;]+@[^@\s<>,;]+$", max_length=254, description="One recipient address."
+    )
+    subject: str = Field(min_length=1, max_length=200)
+    body: str = Field(max_length=20_000)
+
+
+class SendEmail(Tool):
+    name = "send_email"
+    description = "Send a plain-text email to one recipient. Irreversible."
+    Input = SendEmailInput
+    irreversible = True
+
+    def run(self, args: SendEmailInput, ctx: ToolContext) -> str:
+        # Imported here so the tool registry stays importable without Django configured.
+        from django.conf import settings
+        from django.core.mail import send_mail
+
+        send_mail(args.subject, args.body, settings.DEFAULT_FROM_EMAIL, [str(args.to)])
+        return f"sent email to {args.to} with subject {args.subject!r}"
