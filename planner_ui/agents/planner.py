@@ -1,0 +1,69 @@
+"""One planner call, and one repair call carrying the validation errors if the plan is bad."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from planner_ui.core.errors import PlanValidationError
+from planner_ui.core.plan import Plan, plan_json_schema
+from planner_ui.core.validation import parse_plan_json, validate_plan
+from planner_ui.providers.base import ModelRequest, Provider, ToolSpec, Usage
+
+from .prompts import PLANNER_SYSTEM, planner_message
+
+
+@dataclass
+class PlanAttempt:
+    reply_text: str
+    usage: Usage
+    errors: list[str]
+
+
+@dataclass
+class PlanningResult:
+    plan: Plan | None
+    attempts: list[PlanAttempt]
+    model: str
+
+    @property
+    def errors(self) -> list[str]:
+        return self.attempts[-1].errors if self.attempts else []
+
+
+def make_plan(
+    provider: Provider, task: str, tools: Collection[ToolSpec], *, max_attempts: int = 2
+) -> PlanningResult:
+    """Ask for a plan; if it fails validation, ask once more with the errors. Never guesses."""
+    known = {spec.name for spec in tools}
+    messages: list[dict] = [{"role": "user", "content": planner_message(task, tools)}]
+    attempts: list[PlanAttempt] = []
+    model = provider.label
+    for _ in range(max_attempts):
+        reply = provider.complete(
+            ModelRequest(
+                system=PLANNER_SYSTEM,
+                messages=list(messages),
+                output_schema=plan_json_schema(),
+                purpose="planner",
+                max_tokens=8192,
+            )
+        )
+        model = f"{provider.name}:{reply.model}"
+        try:
+            plan = validate_plan(parse_plan_json(reply.text), known_tools=known)
+        except PlanValidationError as exc:
+            attempts.append(PlanAttempt(reply.text, reply.usage, exc.errors))
+            messages += [
+                {"role": "assistant", "content": reply.text},
+                {
+                    "role": "user",
+                    "content": "That plan is invalid:\n"
+                    + "\n".join(f"- {e}" for e in exc.errors)
+                    + "\nReply with the corrected plan as one JSON object.",
+                },
+            ]
+            continue
+        attempts.append(PlanAttempt(reply.text, reply.usage, []))
+        return PlanningResult(plan, attempts, model)
+    return PlanningResult(None, attempts, model)

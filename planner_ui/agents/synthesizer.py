@@ -1,0 +1,31 @@
+"""The synthesizer: one call that turns the step outputs into the deliverable."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from planner_ui.core.errors import StepFailed
+from planner_ui.providers.base import ModelRequest, Provider
+
+from .executor import StepOutcome
+from .prompts import SYNTHESIZER_SYSTEM, output_block, task_block
+
+
+def synthesize(provider: Provider, task: str, outputs: Sequence[tuple[str, str, str]]) -> StepOutcome:
+    blocks = "\n".join(output_block(step_id, title, text) for step_id, title, text in outputs)
+    reply = provider.complete(
+        ModelRequest(
+            system=SYNTHESIZER_SYSTEM,
+            messages=[
+                {
+                    "role": "user",
+                    "content": f"{task_block(task)}\n\nStep outputs, in plan order:\n{blocks}",
+                }
+            ],
+            purpose="synthesizer",
+            max_tokens=8192,
+        )
+    )
+    if reply.stop_reason == "refusal" or not reply.text.strip():
+        raise StepFailed(f"the synthesizer produced no deliverable ({reply.stop_reason})")
+    return StepOutcome(output=reply.text.strip(), usage=reply.usage, model_calls=1)
