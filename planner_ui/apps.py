@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class PlannerUiConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "planner_ui"
+    verbose_name = "Planner runs"

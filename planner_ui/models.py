@@ -1,0 +1,160 @@
+"""The data of a run: the run, its plan versions, its steps and its append-only event log."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from planner_ui.core.status import RunStatus, StepStatus, check_run_transition
+
+
+def _choices(enum: type) -> list[tuple[str, str]]:
+    return [(member.value, member.value.replace("_", " ")) for member in enum]
+
+
+class Run(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
+    task = models.TextField()
+    status = models.CharField(max_length=32, choices=_choices(RunStatus), default=RunStatus.PLANNING)
+    auto_approve = models.BooleanField(
+        default=False, help_text="Approve the plan and irreversible tool calls without asking."
+    )
+    error = models.TextField(blank=True)
+    result = models.TextField(blank=True)
+    planner_model = models.CharField(max_length=200, blank=True)
+    executor_model = models.CharField(max_length=200, blank=True)
+    approved_plan = models.ForeignKey(
+        "PlanVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    tokens_in = models.PositiveBigIntegerField(default=0)
+    tokens_out = models.PositiveBigIntegerField(default=0)
+    model_calls = models.PositiveIntegerField(default=0)
+    last_event_seq = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"run {self.pk}: {self.task[:60]}"
+
+    def save(self, *args, **kwargs) -> None:
+        # last_event_seq belongs to services.events.event_append, which bumps it in SQL; a
+        # save() of an instance loaded earlier must not write a stale value back.
+        if self.pk is not None and kwargs.get("update_fields") is None and not kwargs.get("force_insert"):
+            kwargs["update_fields"] = [
+                f.name
+                for f in self._meta.concrete_fields
+                if not f.primary_key and f.name != "last_event_seq"
+            ]
+        super().save(*args, **kwargs)
+
+    def move_to(self, status: str) -> None:
+        """Change status through the allowed transitions only (see core.status)."""
+        self.status = check_run_transition(self.status, status)
+
+    @property
+    def is_finished(self) -> bool:
+        return RunStatus(self.status) in {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at is None:
+            return None
+        from django.utils import timezone
+
+        end = self.finished_at or timezone.now()
+        return (end - self.started_at).total_seconds()
+
+
+class PlanVersion(models.Model):
+    class Author(models.TextChoices):
+        PLANNER = "planner"
+        PERSON = "person"
+        REPLANNER = "replanner"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="plan_versions")
+    number = models.PositiveIntegerField()
+    author = models.CharField(max_length=16, choices=Author.choices)
+    plan = models.JSONField()
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="plan_version_number_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"plan v{self.number} of run {self.run_id} by {self.author}"
+
+    def save(self, *args, **kwargs) -> None:
+        # A plan version is a historical record: edits make a new version, never change one.
+        if self.pk is not None:
+            raise ValueError("plan versions are immutable; create a new version instead")
+        super().save(*args, **kwargs)
+
+
+class Step(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    step_id = models.CharField(max_length=40)
+    position = models.PositiveIntegerField(default=0)
+    title = models.CharField(max_length=120)
+    instruction = models.TextField()
+    role = models.CharField(max_length=32)
+    tools = models.JSONField(default=list)
+    depends_on = models.JSONField(default=list)
+    status = models.CharField(max_length=16, choices=_choices(StepStatus), default=StepStatus.PENDING)
+    output = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    model = models.CharField(max_length=200, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    tokens_in = models.PositiveBigIntegerField(default=0)
+    tokens_out = models.PositiveBigIntegerField(default=0)
+    model_calls = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "step_id"], name="step_id_unique_in_run")]
+
+    def __str__(self) -> str:
+        return f"{self.step_id} ({self.status})"
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+class RunEvent(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=40)
+    step_id = models.CharField(max_length=40, blank=True)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="event_seq_unique")]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.type}"
+
+    def as_message(self) -> dict:
+        """The shape sent to browsers over the WebSocket."""
+        return {
+            "seq": self.seq,
+            "type": self.type,
+            "step_id": self.step_id,
+            "payload": self.payload,
+            "at": self.created_at.isoformat(),
+        }

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+
+from planner_ui.models import Run, RunEvent
+
+
+def run_list_for_user(user: AbstractBaseUser) -> QuerySet[Run]:
+    return Run.objects.filter(owner=user).order_by("-created_at", "-id")
+
+
+def run_get_for_user(user: AbstractBaseUser, run_id: int) -> Run:
+    """The user's run, or 404: another user's run is indistinguishable from a missing one."""
+    return get_object_or_404(Run, pk=run_id, owner=user)
+
+
+def run_user_can_watch(user: AbstractBaseUser, run_id: int) -> bool:
+    return bool(user.is_authenticated) and Run.objects.filter(pk=run_id, owner=user).exists()
+
+
+def events_after(run_id: int, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
+    events = RunEvent.objects.filter(run_id=run_id, seq__gt=seq).order_by("seq")[:limit]
+    return [e.as_message() for e in events]
+
+
+def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
+    """Nodes and edges for the plan graph, from the run's current steps."""
+    steps = list(run.steps.all())
+    return {
+        "nodes": [
+            {"id": s.step_id, "title": s.title, "role": s.role, "tools": s.tools, "status": s.status}
+            for s in steps
+        ],
+        "edges": [{"source": dep, "target": s.step_id} for s in steps for dep in s.depends_on],
+    }

@@ -1,0 +1,42 @@
+"""Append to a run's event log and stream the event to its watchers once committed."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import F
+
+from planner_ui.models import Run, RunEvent
+
+log = logging.getLogger(__name__)
+
+
+def run_group(run_id: int) -> str:
+    return f"run-{run_id}"
+
+
+def event_append(run_id: int, type: str, payload: dict[str, Any] | None = None, *, step_id: str = "") -> RunEvent:
+    """Store the next event of the run; broadcast it after the transaction commits."""
+    with transaction.atomic():
+        # The UPDATE locks the run row until commit, so sequence numbers never collide.
+        Run.objects.filter(pk=run_id).update(last_event_seq=F("last_event_seq") + 1)
+        seq = Run.objects.filter(pk=run_id).values_list("last_event_seq", flat=True).get()
+        event = RunEvent.objects.create(
+            run_id=run_id, seq=seq, type=type, step_id=step_id, payload=payload or {}
+        )
+        transaction.on_commit(lambda: _broadcast(run_id, event.as_message()))
+    return event
+
+
+def _broadcast(run_id: int, message: dict[str, Any]) -> None:
+    # The event is already stored; a watcher that misses it gets it on replay.
+    try:
+        async_to_sync(get_channel_layer().group_send)(
+            run_group(run_id), {"type": "run.event", "event": message}
+        )
+    except Exception:
+        log.warning("could not broadcast event %s of run %s", message.get("seq"), run_id, exc_info=True)

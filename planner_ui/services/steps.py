@@ -1,0 +1,179 @@
+"""Step lifecycle: dispatch, claim, execute, finish. Redelivered tasks do no harm."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from planner_ui.agents.executor import StepOutcome, StepSpec, run_step
+from planner_ui.agents.synthesizer import synthesize
+from planner_ui.core import dag
+from planner_ui.core.errors import AgentError
+from planner_ui.core.plan import SYNTHESIS_STEP_ID
+from planner_ui.core.status import RunStatus, StepStatus
+from planner_ui.models import Run, Step
+from planner_ui.providers import provider_for
+from planner_ui.tools import ToolContext
+
+from .events import event_append
+from .runs import run_finish_if_done
+
+log = logging.getLogger(__name__)
+
+
+def dispatch_ready_steps(run: Run) -> list[str]:
+    """Queue every pending step whose dependencies all succeeded. Caller holds the run lock."""
+    from planner_ui.tasks import execute_step
+
+    steps = list(run.steps.all())
+    deps = {s.step_id: s.depends_on for s in steps}
+    done = [s.step_id for s in steps if s.status == StepStatus.SUCCEEDED]
+    started = [s.step_id for s in steps if s.status != StepStatus.PENDING]
+    ready = dag.ready_steps(deps, done, started)
+    for step_id in ready:
+        # Conditional, so two finishing parents can never queue the same child twice.
+        if Step.objects.filter(run=run, step_id=step_id, status=StepStatus.PENDING).update(
+            status=StepStatus.QUEUED
+        ):
+            event_append(run.pk, "step.queued", step_id=step_id)
+            transaction.on_commit(lambda sid=step_id: execute_step.delay(run.pk, sid))
+    return ready
+
+
+def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = False) -> Step | None:
+    """Mark a queued step running; None when it is not ours to run (finished, or run over)."""
+    allowed = [StepStatus.QUEUED]
+    if redelivered:
+        # The worker that had it died mid-step; the step was never finished, so run it again.
+        allowed.append(StepStatus.RUNNING)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status != RunStatus.RUNNING:
+            return None
+        claimed = Step.objects.filter(run=run, step_id=step_id, status__in=allowed).update(
+            status=StepStatus.RUNNING,
+            attempts=F("attempts") + 1,
+            started_at=timezone.now(),
+            worker=worker,
+        )
+        if not claimed:
+            return None
+        step = Step.objects.get(run=run, step_id=step_id)
+        event_append(
+            run_id, "step.started", {"attempt": step.attempts, "worker": worker}, step_id=step_id
+        )
+    return step
+
+
+def _context_for(step: Step) -> list[tuple[str, str, str]]:
+    parents = {s.step_id: s for s in Step.objects.filter(run_id=step.run_id, step_id__in=step.depends_on)}
+    return [(sid, parents[sid].title, parents[sid].output) for sid in step.depends_on if sid in parents]
+
+
+def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = False) -> None:
+    """Run one step end to end: claim it, call the executor, record the outcome, dispatch."""
+    step = step_claim(run_id, step_id, worker, redelivered=redelivered)
+    if step is None:
+        return
+    run = step.run
+
+    def on_event(type: str, payload: dict) -> None:
+        event_append(run_id, type, payload, step_id=step_id)
+
+    try:
+        if step.step_id == SYNTHESIS_STEP_ID:
+            provider = provider_for("synthesizer")
+            outcome = synthesize(provider, run.task, _context_for(step))
+            on_event(
+                "step.tokens",
+                {"model": provider.model, "input_tokens": outcome.usage.input_tokens,
+                 "output_tokens": outcome.usage.output_tokens, "iteration": 1},
+            )
+        else:
+            provider = provider_for(f"executor:{step.role}")
+            workspace = settings.AGENTSITE_WORKSPACES_DIR / f"run-{run_id}"
+            workspace.mkdir(parents=True, exist_ok=True)
+            tool_ctx = ToolContext(
+                run_id=run_id,
+                step_id=step_id,
+                workspace=workspace,
+                allow_irreversible=run.auto_approve,
+                settings={
+                    "fetch_max_bytes": settings.AGENTSITE_FETCH_MAX_BYTES,
+                    "fetch_timeout_s": settings.AGENTSITE_FETCH_TIMEOUT_S,
+                },
+            )
+            outcome = run_step(
+                provider,
+                StepSpec(step.step_id, step.title, step.instruction, step.role, list(step.tools)),
+                _context_for(step),
+                tool_ctx,
+                on_event,
+                max_iterations=settings.AGENTSITE_MAX_STEP_ITERATIONS,
+            )
+    except AgentError as exc:
+        step_finish(run_id, step_id, error=str(exc), model=getattr(provider, "label", ""))
+        return
+    except Exception as exc:  # a bug must fail the step visibly, not leave it running forever
+        log.exception("step %s of run %s crashed", step_id, run_id)
+        step_finish(run_id, step_id, error=f"internal error: {type(exc).__name__}: {exc}")
+        return
+    step_finish(run_id, step_id, outcome=outcome, model=provider.label)
+
+
+def step_finish(
+    run_id: int,
+    step_id: str,
+    *,
+    outcome: StepOutcome | None = None,
+    error: str = "",
+    model: str = "",
+) -> None:
+    """Record a step's result, then queue what it unblocks or close the run."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        step = Step.objects.get(run=run, step_id=step_id)
+        if step.status != StepStatus.RUNNING:
+            return  # finished already by another delivery of the same task
+        step.finished_at = timezone.now()
+        step.model = model
+        if outcome is not None:
+            step.status = StepStatus.SUCCEEDED
+            step.output = outcome.output
+            step.tokens_in = outcome.usage.input_tokens
+            step.tokens_out = outcome.usage.output_tokens
+            step.model_calls = outcome.model_calls
+            run.tokens_in += step.tokens_in
+            run.tokens_out += step.tokens_out
+            run.model_calls += step.model_calls
+            run.save(update_fields=["tokens_in", "tokens_out", "model_calls"])
+        else:
+            step.status = StepStatus.FAILED
+            step.error = error
+        step.save()
+        if step.status == StepStatus.SUCCEEDED:
+            event_append(
+                run_id,
+                "step.succeeded",
+                {"output": step.output, "tokens_in": step.tokens_in, "tokens_out": step.tokens_out,
+                 "duration_s": step.duration_s, "model": model},
+                step_id=step_id,
+            )
+        else:
+            event_append(run_id, "step.failed", {"error": error}, step_id=step_id)
+        if run.status != RunStatus.RUNNING:
+            return
+        if step.status == StepStatus.SUCCEEDED:
+            dispatch_ready_steps(run)
+        else:
+            # No re-planning yet: nothing new starts, running branches finish, the run fails.
+            for skipped in run.steps.filter(status=StepStatus.PENDING):
+                skipped.status = StepStatus.SKIPPED
+                skipped.error = f"not run because step '{step_id}' failed"
+                skipped.save(update_fields=["status", "error"])
+                event_append(run_id, "step.skipped", {"reason": skipped.error}, step_id=skipped.step_id)
+        run_finish_if_done(run)
