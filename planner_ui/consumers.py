@@ -1,0 +1,97 @@
+"""One WebSocket per run page: authorize, subscribe, replay what was missed, then forward."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from planner_ui.selectors.runs import events_after, run_user_can_watch
+from planner_ui.services.events import run_group
+
+# Close codes in the 4000 range are ours; the page shows why it stopped listening.
+CLOSE_NOT_LOGGED_IN = 4401
+CLOSE_NOT_FOUND = 4404
+MAX_CLIENT_MESSAGE_CHARS = 1000
+REPLAY_BATCH = 500
+
+
+class RunConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        self.last_sent = 0
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_NOT_LOGGED_IN)
+            return
+        if not await database_sync_to_async(run_user_can_watch)(user, self.run_id):
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        # Subscribe before replaying, so nothing falls between the two; duplicates are
+        # dropped by sequence number below.
+        self.group = run_group(self.run_id)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self._replay(self._after_from_query())
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "group", None):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    def _after_from_query(self) -> int:
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        try:
+            return max(0, int(query.get("after", ["0"])[0]))
+        except ValueError:
+            return 0
+
+    async def _replay(self, after: int) -> None:
+        self.last_sent = after
+        while True:
+            batch = await database_sync_to_async(events_after)(self.run_id, self.last_sent, REPLAY_BATCH)
+            for event in batch:
+                await self._send_event(event)
+            if len(batch) < REPLAY_BATCH:
+                break
+        await self.send(text_data=json.dumps({"type": "replay.done", "seq": self.last_sent}))
+
+    async def _send_event(self, event: dict[str, Any]) -> None:
+        if event["seq"] <= self.last_sent:
+            return
+        self.last_sent = event["seq"]
+        await self.send(text_data=json.dumps({"type": "event", "event": event}))
+
+    async def run_event(self, message: dict[str, Any]) -> None:
+        event = message["event"]
+        if event["seq"] > self.last_sent + 1:
+            # A gap: something was published before we subscribed; fetch it from the log.
+            await self._replay(self.last_sent)
+        await self._send_event(event)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Clients may only ping or ask for a replay; anything else gets a clear error."""
+        if text_data is None or len(text_data) > MAX_CLIENT_MESSAGE_CHARS:
+            await self._error("messages must be JSON text of at most 1000 characters")
+            return
+        try:
+            message = json.loads(text_data)
+        except json.JSONDecodeError:
+            await self._error("message is not valid JSON")
+            return
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "ping":
+            await self.send(text_data=json.dumps({"type": "pong", "seq": self.last_sent}))
+        elif kind == "replay":
+            after = message.get("after")
+            if not isinstance(after, int) or after < 0:
+                await self._error("'after' must be a non-negative integer")
+                return
+            await self._replay(min(after, self.last_sent))
+        else:
+            await self._error("unknown message type; expected 'ping' or 'replay'")
+
+    async def _error(self, text: str) -> None:
+        await self.send(text_data=json.dumps({"type": "error", "error": text}))

@@ -1,0 +1,21 @@
+from django import template
+from django.utils.safestring import SafeString, mark_safe
+
+from planner_ui.rendering import markdown_to_safe_html
+
+register = template.Library()
+
+
+@register.filter
+def markdown(text: str) -> SafeString:
+    return mark_safe(markdown_to_safe_html(text))  # noqa: S308  sanitized by nh3
+
+
+@register.filter
+def seconds(value: float | None) -> str:
+    if value is None:
+        return "—"
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, secs = divmod(int(value), 60)
+    return f"{minutes} min {secs} s"

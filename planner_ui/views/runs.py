@@ -1,0 +1,89 @@
+"""Thin views: parse the request, call a service or selector, render."""
+
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from planner_ui.core.errors import InvalidTransition
+from planner_ui.selectors.runs import run_get_for_user, run_graph, run_list_for_user
+from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
+
+RUNS_PER_PAGE = 20
+
+
+class TaskForm(forms.Form):
+    task = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 5, "placeholder": "Compare Python and Go for a CLI tool, then write a recommendation."}),
+        max_length=settings.AGENTSITE_MAX_TASK_CHARS,
+        strip=True,
+    )
+    auto_approve = forms.BooleanField(
+        required=False,
+        label="Auto-approve: run the plan without review and allow irreversible tools",
+    )
+
+
+@login_required
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    recent = run_list_for_user(request.user)[:5]
+    return render(request, "planner_ui/home.html", {"form": TaskForm(), "recent": recent})
+
+
+@login_required
+@require_POST
+def run_new(request: HttpRequest) -> HttpResponse:
+    form = TaskForm(request.POST)
+    if form.is_valid():
+        try:
+            run = run_create(
+                owner=request.user,
+                task=form.cleaned_data["task"],
+                auto_approve=form.cleaned_data["auto_approve"],
+            )
+        except RunInputError as exc:
+            form.add_error("task", str(exc))
+        else:
+            return redirect("run_detail", run_id=run.pk)
+    recent = run_list_for_user(request.user)[:5]
+    return render(request, "planner_ui/home.html", {"form": form, "recent": recent}, status=400)
+
+
+@login_required
+@require_GET
+def run_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(run_list_for_user(request.user), RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "planner_ui/run_list.html", {"page": page})
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    context = {
+        "run": run,
+        "steps": list(run.steps.all()),
+        "graph": run_graph(run),
+        "versions": list(run.plan_versions.all()),
+    }
+    # htmx asks for the live part alone when the plan or the run's status changes.
+    template = "planner_ui/_run_main.html" if request.htmx else "planner_ui/run_detail.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def run_approve(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    try:
+        run_approve_plan(run.pk)
+    except InvalidTransition as exc:
+        messages.error(request, str(exc))
+    return redirect("run_detail", run_id=run.pk)

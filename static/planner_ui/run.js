@@ -1,0 +1,164 @@
+// The run page's live part: one WebSocket that replays missed events, then streams new ones.
+// Every text from the server is inserted with textContent, never as HTML.
+(function () {
+  "use strict";
+  const page = document.getElementById("run-page");
+  if (!page) return;
+  const runId = page.dataset.runId;
+  const fragmentUrl = page.dataset.fragmentUrl;
+  const log = document.getElementById("event-log");
+  const wsState = document.getElementById("ws-state");
+  let lastSeq = 0;
+  let graph = null;
+  let retryMs = 500;
+  let stopped = false;
+
+  function mountGraph() {
+    const data = document.getElementById("plan-graph-data");
+    const el = document.getElementById("plan-graph");
+    if (graph) { graph.destroy(); graph = null; }
+    if (!data || !el || !window.PlanGraph) return;
+    graph = window.PlanGraph.mount(el, JSON.parse(data.textContent));
+    el.addEventListener("plangraph:select", (e) => {
+      const card = document.getElementById("step-" + e.detail.stepId);
+      if (card) card.scrollIntoView({behavior: "smooth", block: "center"});
+    });
+  }
+
+  function refreshMain() {
+    if (!window.htmx) { window.location.reload(); return; }
+    htmx.ajax("GET", fragmentUrl, {target: "#run-main", swap: "innerHTML"});
+  }
+  document.body.addEventListener("htmx:afterSwap", (e) => {
+    if (!(e.detail.target && e.detail.target.id === "run-main")) return;
+    mountGraph();
+    for (const [stepId, status] of Object.entries(seenStatus)) {
+      const card = stepCard(stepId);
+      if (card && (statusRank[card.dataset.status] || 0) < statusRank[status]) setStepStatus(stepId, status);
+    }
+  });
+
+  // The latest status of each step seen on the socket, re-applied after a fragment swap
+  // in case the server rendered the fragment just before that event was committed.
+  const seenStatus = {};
+  const statusRank = {pending: 0, queued: 1, running: 2, succeeded: 3, failed: 3, skipped: 3};
+
+  function setStepStatus(stepId, status) {
+    seenStatus[stepId] = status;
+    const card = document.getElementById("step-" + stepId);
+    if (card) {
+      card.dataset.status = status;
+      const badge = card.querySelector(".step-status");
+      badge.className = "badge status-" + status + " step-status";
+      badge.textContent = status.replace(/_/g, " ");
+    }
+    if (graph) graph.setStatus(stepId, status);
+  }
+
+  function stepCard(stepId) { return document.getElementById("step-" + stepId); }
+
+  function describe(ev) {
+    const p = ev.payload || {};
+    switch (ev.type) {
+      case "run.status": return "run is " + p.status.replace(/_/g, " ") + (p.error ? ": " + p.error : "");
+      case "plan.version": return "plan version " + p.number + " by the " + p.author + " (" + p.model + "), " + p.steps + " steps";
+      case "plan.invalid": return "plan attempt " + p.attempt + " was invalid: " + p.errors.join("; ");
+      case "plan.approved": return "plan version " + p.number + " approved";
+      case "step.queued": return "queued";
+      case "step.started": return "started (attempt " + p.attempt + ") on " + p.worker;
+      case "step.tokens": return p.input_tokens + " tokens in, " + p.output_tokens + " out (" + p.model + ")";
+      case "step.tool_call": return "calls " + p.tool + " " + JSON.stringify(p.arguments);
+      case "step.tool_result": return (p.is_error ? "tool error from " : "result from ") + p.tool + ": " + p.content.slice(0, 300);
+      case "step.succeeded": return "succeeded in " + (p.duration_s || 0).toFixed(2) + " s";
+      case "step.failed": return "failed: " + p.error;
+      case "step.skipped": return "skipped: " + p.reason;
+      default: return ev.type;
+    }
+  }
+
+  function appendLog(ev) {
+    const li = document.createElement("li");
+    li.className = "ev ev-" + ev.type.replace(/\./g, "-");
+    li.dataset.seq = ev.seq;
+    const time = document.createElement("time");
+    time.textContent = new Date(ev.at).toLocaleTimeString();
+    const who = document.createElement("span");
+    who.className = "ev-step";
+    who.textContent = ev.step_id || "run";
+    const what = document.createElement("span");
+    what.className = "ev-text";
+    what.textContent = describe(ev);
+    li.append(time, who, what);
+    log.prepend(li);
+  }
+
+  function apply(ev) {
+    if (ev.seq <= lastSeq) return;
+    lastSeq = ev.seq;
+    appendLog(ev);
+    const p = ev.payload || {};
+    const card = ev.step_id ? stepCard(ev.step_id) : null;
+    switch (ev.type) {
+      case "step.queued": setStepStatus(ev.step_id, "queued"); break;
+      case "step.started": setStepStatus(ev.step_id, "running"); break;
+      case "step.succeeded":
+        setStepStatus(ev.step_id, "succeeded");
+        if (card) {
+          const out = card.querySelector(".step-output");
+          out.textContent = p.output; out.hidden = false;
+          card.querySelector(".step-tokens").textContent = p.tokens_in + " / " + p.tokens_out + " tokens";
+        }
+        break;
+      case "step.failed":
+        setStepStatus(ev.step_id, "failed");
+        if (card) { const err = card.querySelector(".step-error"); err.textContent = p.error; err.hidden = false; }
+        break;
+      case "step.skipped": setStepStatus(ev.step_id, "skipped"); break;
+      case "step.tool_call":
+        if (card) {
+          const li = document.createElement("li");
+          li.textContent = "→ " + p.tool + " " + JSON.stringify(p.arguments);
+          card.querySelector(".step-calls").append(li);
+        }
+        break;
+      case "step.tool_result":
+        if (card) {
+          const li = document.createElement("li");
+          li.className = p.is_error ? "error" : "";
+          li.textContent = "← " + p.content.slice(0, 500);
+          card.querySelector(".step-calls").append(li);
+        }
+        break;
+      case "plan.version":
+      case "plan.approved":
+      case "run.status":
+        refreshMain();
+        break;
+    }
+  }
+
+  function connect() {
+    const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    const ws = new WebSocket(scheme + window.location.host + "/ws/runs/" + runId + "/?after=" + lastSeq);
+    ws.onopen = () => { retryMs = 500; wsState.textContent = "live"; wsState.className = "ws-state live"; };
+    ws.onmessage = (msg) => {
+      let data;
+      try { data = JSON.parse(msg.data); } catch (e) { return; }
+      if (data.type === "event") apply(data.event);
+    };
+    ws.onclose = (e) => {
+      if (e.code === 4401 || e.code === 4404) {
+        stopped = true;
+        wsState.textContent = e.code === 4401 ? "not logged in" : "run not found";
+        wsState.className = "ws-state dead";
+        return;
+      }
+      wsState.textContent = "reconnecting…"; wsState.className = "ws-state";
+      if (!stopped) setTimeout(connect, retryMs);
+      retryMs = Math.min(retryMs * 2, 10000);
+    };
+  }
+
+  mountGraph();
+  connect();
+})();
