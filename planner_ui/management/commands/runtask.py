@@ -1,0 +1,135 @@
+"""`manage.py runtask "TASK"`: submit a task through the same services as the browser, wait,
+print the outcome. Beside a running `make run` it uses that Redis and its workers; alone it
+brings up an embedded Redis and a worker of its own for the duration."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agentsite import embedded
+from planner_ui.core.status import RunStatus
+from planner_ui.models import Run
+from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
+
+
+class Command(BaseCommand):
+    help = "Submit a task, wait for its run to end, and print the outcome."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("task", help="The task for the planner, in quotes.")
+        parser.add_argument(
+            "--auto-approve",
+            action="store_true",
+            help="Run the plan without review and allow irreversible tools.",
+        )
+        parser.add_argument("--json", action="store_true", help="Print one JSON object.")
+        parser.add_argument("--user", default="demo", help="Owner of the run (default: demo).")
+        parser.add_argument("--timeout", type=float, default=600.0, help="Seconds to wait.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        started = time.monotonic()
+        owned = self._bring_up_what_is_missing()
+        try:
+            run = self._submit(options)
+            run = self._wait(run, options)
+        finally:
+            embedded.stop_processes(owned)
+        wall_s = time.monotonic() - started
+        if options["json"]:
+            self.stdout.write(json.dumps(self._as_json(run, wall_s), indent=2))
+        else:
+            self._print_human(run, wall_s)
+        if run.status != RunStatus.SUCCEEDED:
+            raise SystemExit(1)
+
+    def _bring_up_what_is_missing(self) -> list:
+        procs = []
+        if not embedded.redis_ping(settings.REDIS_URL):
+            if not settings.REDIS_IS_EMBEDDED:
+                raise CommandError(f"REDIS_URL {settings.REDIS_URL} does not answer.")
+            self.stderr.write("No Redis running: starting the embedded one.")
+            procs.append(embedded.start_redis(settings.EMBEDDED_REDIS_SOCKET))
+        try:
+            embedded.wait_for_worker(timeout=2.0)
+        except RuntimeError:
+            self.stderr.write("No Celery worker answering: starting one for this task.")
+            env = dict(os.environ, REDIS_URL=settings.REDIS_URL)
+            log_path = settings.VAR_DIR / "logs" / "runtask-worker.log"
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            procs.append(embedded.start_worker(env=env, log_path=log_path, hostname="runtask-%h"))
+            try:
+                embedded.wait_for_worker("runtask", timeout=60)
+            except RuntimeError:
+                embedded.stop_processes(procs)
+                raise CommandError(f"The worker did not start; see {log_path}") from None
+        return procs
+
+    def _submit(self, options: dict[str, Any]) -> Run:
+        user, _ = get_user_model().objects.get_or_create(username=options["user"])
+        try:
+            run = run_create(owner=user, task=options["task"], auto_approve=options["auto_approve"])
+        except RunInputError as exc:
+            raise CommandError(str(exc)) from exc
+        if not options["json"]:
+            self.stderr.write(f"Run {run.pk} submitted; planning…")
+        return run
+
+    def _wait(self, run: Run, options: dict[str, Any]) -> Run:
+        deadline = time.monotonic() + options["timeout"]
+        approved = False
+        while time.monotonic() < deadline:
+            run.refresh_from_db()
+            if run.is_finished:
+                return run
+            if run.status == RunStatus.AWAITING_PLAN_APPROVAL and not approved:
+                # Asking for a run from the command line is the approval of its plan.
+                run_approve_plan(run.pk)
+                approved = True
+            time.sleep(0.2)
+        raise CommandError(f"Run {run.pk} did not finish within {options['timeout']} s.")
+
+    @staticmethod
+    def _as_json(run: Run, wall_s: float) -> dict[str, Any]:
+        def iso(value: Any) -> str | None:
+            return value.isoformat() if value else None
+
+        return {
+            "run_id": run.pk,
+            "status": run.status,
+            "error": run.error,
+            "planner_model": run.planner_model,
+            "executor_model": run.executor_model,
+            "steps": [
+                {
+                    "id": s.step_id,
+                    "role": s.role,
+                    "status": s.status,
+                    "started_at": iso(s.started_at),
+                    "finished_at": iso(s.finished_at),
+                    "output": s.output,
+                    "error": s.error,
+                }
+                for s in run.steps.all()
+            ],
+            "result": run.result,
+            "tokens": {"input": run.tokens_in, "output": run.tokens_out},
+            "model_calls": run.model_calls,
+            "wall_s": round(wall_s, 3),
+        }
+
+    def _print_human(self, run: Run, wall_s: float) -> None:
+        self.stdout.write(f"Run {run.pk}: {run.status} in {wall_s:.1f} s")
+        for s in run.steps.all():
+            self.stdout.write(f"  [{s.status}] {s.step_id} ({s.role}){': ' + s.error if s.error else ''}")
+        if run.error:
+            self.stdout.write(f"Error: {run.error}")
+        if run.result:
+            self.stdout.write("\n" + run.result)
+        self.stdout.write(f"\nTokens: {run.tokens_in} in, {run.tokens_out} out")
