@@ -173,9 +173,7 @@ AGENTSITE_MODEL_TIMEOUT_S = float(os.environ.get("AGENTSITE_MODEL_TIMEOUT_S", "1
 # --- Runs and tools -----------------------------------------------------------------------
 AGENTSITE_MAX_TASK_CHARS = 10_000
 AGENTSITE_MAX_STEP_ITERATIONS = int(os.environ.get("AGENTSITE_MAX_STEP_ITERATIONS", "8"))
-AGENTSITE_WORKSPACES_DIR = Path(
-    os.environ.get("AGENTSITE_WORKSPACES_DIR", VAR_DIR / "workspaces")
-)
+AGENTSITE_WORKSPACES_DIR = Path(os.environ.get("AGENTSITE_WORKSPACES_DIR", VAR_DIR / "workspaces"))
 AGENTSITE_FETCH_MAX_BYTES = int(os.environ.get("AGENTSITE_FETCH_MAX_BYTES", "200000"))
 AGENTSITE_FETCH_TIMEOUT_S = float(os.environ.get("AGENTSITE_FETCH_TIMEOUT_S", "10"))
 

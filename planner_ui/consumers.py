@@ -51,7 +51,9 @@ class RunConsumer(AsyncWebsocketConsumer):
     async def _replay(self, after: int) -> None:
         self.last_sent = after
         while True:
-            batch = await database_sync_to_async(events_after)(self.run_id, self.last_sent, REPLAY_BATCH)
+            batch = await database_sync_to_async(events_after)(
+                self.run_id, self.last_sent, REPLAY_BATCH
+            )
             for event in batch:
                 await self._send_event(event)
             if len(batch) < REPLAY_BATCH:

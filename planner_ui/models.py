@@ -13,9 +13,13 @@ def _choices(enum: type) -> list[tuple[str, str]]:
 
 
 class Run(models.Model):
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
+    )
     task = models.TextField()
-    status = models.CharField(max_length=32, choices=_choices(RunStatus), default=RunStatus.PLANNING)
+    status = models.CharField(
+        max_length=32, choices=_choices(RunStatus), default=RunStatus.PLANNING
+    )
     auto_approve = models.BooleanField(
         default=False, help_text="Approve the plan and irreversible tool calls without asking."
     )
@@ -44,7 +48,11 @@ class Run(models.Model):
     def save(self, *args, **kwargs) -> None:
         # last_event_seq belongs to services.events.event_append, which bumps it in SQL; a
         # save() of an instance loaded earlier must not write a stale value back.
-        if self.pk is not None and kwargs.get("update_fields") is None and not kwargs.get("force_insert"):
+        if (
+            self.pk is not None
+            and kwargs.get("update_fields") is None
+            and not kwargs.get("force_insert")
+        ):
             kwargs["update_fields"] = [
                 f.name
                 for f in self._meta.concrete_fields
@@ -58,7 +66,11 @@ class Run(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return RunStatus(self.status) in {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}
+        return RunStatus(self.status) in {
+            RunStatus.SUCCEEDED,
+            RunStatus.FAILED,
+            RunStatus.CANCELLED,
+        }
 
     @property
     def duration_s(self) -> float | None:
@@ -108,7 +120,9 @@ class Step(models.Model):
     role = models.CharField(max_length=32)
     tools = models.JSONField(default=list)
     depends_on = models.JSONField(default=list)
-    status = models.CharField(max_length=16, choices=_choices(StepStatus), default=StepStatus.PENDING)
+    status = models.CharField(
+        max_length=16, choices=_choices(StepStatus), default=StepStatus.PENDING
+    )
     output = models.TextField(blank=True)
     error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
@@ -122,7 +136,9 @@ class Step(models.Model):
 
     class Meta:
         ordering = ["run", "position"]
-        constraints = [models.UniqueConstraint(fields=["run", "step_id"], name="step_id_unique_in_run")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "step_id"], name="step_id_unique_in_run")
+        ]
 
     def __str__(self) -> str:
         return f"{self.step_id} ({self.status})"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,7 +10,7 @@ from planner_ui.core.errors import StepFailed, ToolError
 from planner_ui.providers.base import ModelRequest, Provider, ToolResult, Usage
 from planner_ui.tools import REGISTRY, ToolContext
 
-from .prompts import executor_system, executor_message
+from .prompts import executor_message, executor_system
 
 # The callback receives (event type, payload); services persist and stream it.
 EventSink = Callable[[str, dict[str, Any]], None]
@@ -94,7 +93,10 @@ def run_step(
         results = []
         for call in reply.tool_calls:
             outcome.tool_calls += 1
-            on_event("step.tool_call", {"call_id": call.id, "tool": call.name, "arguments": call.arguments})
+            on_event(
+                "step.tool_call",
+                {"call_id": call.id, "tool": call.name, "arguments": call.arguments},
+            )
             tool = granted.get(call.name)
             if tool is None:
                 content = (
@@ -118,5 +120,3 @@ def run_step(
     raise StepFailed(
         f"the step reached its cap of {max_iterations} model calls without a final answer"
     )
-
-

@@ -11,7 +11,9 @@ from .executor import StepOutcome
 from .prompts import SYNTHESIZER_SYSTEM, output_block, task_block
 
 
-def synthesize(provider: Provider, task: str, outputs: Sequence[tuple[str, str, str]]) -> StepOutcome:
+def synthesize(
+    provider: Provider, task: str, outputs: Sequence[tuple[str, str, str]]
+) -> StepOutcome:
     blocks = "\n".join(output_block(step_id, title, text) for step_id, title, text in outputs)
     reply = provider.complete(
         ModelRequest(

@@ -46,5 +46,7 @@ def check_run_transition(current: str, new: str) -> RunStatus:
     src, dst = RunStatus(current), RunStatus(new)
     if dst not in RUN_TRANSITIONS[src]:
         allowed = ", ".join(sorted(RUN_TRANSITIONS[src])) or "none (it is finished)"
-        raise InvalidTransition(f"a run cannot go from {src} to {dst}; allowed from {src}: {allowed}")
+        raise InvalidTransition(
+            f"a run cannot go from {src} to {dst}; allowed from {src}: {allowed}"
+        )
     return dst

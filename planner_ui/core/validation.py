@@ -82,16 +82,19 @@ def validate_plan(
 
     known_ids = sorted(counts)
     tool_list = ", ".join(sorted(known_tools)) or "none"
+    role_list = ", ".join(sorted(roles))
     for s in plan.steps:
         if not s.instruction.strip():
             errors.append(f"step '{s.id}' has an empty instruction")
         if s.role not in roles:
             errors.append(
-                f"step '{s.id}' has unknown role '{s.role}'; known roles: {', '.join(sorted(roles))}"
+                f"step '{s.id}' has unknown role '{s.role}'; known roles: {role_list}"
             )
         for tool in s.tools:
             if tool not in known_tools:
-                errors.append(f"step '{s.id}' grants unknown tool '{tool}'; known tools: {tool_list}")
+                errors.append(
+                    f"step '{s.id}' grants unknown tool '{tool}'; known tools: {tool_list}"
+                )
         for tool, count in Counter(s.tools).items():
             if count > 1:
                 errors.append(f"step '{s.id}' grants tool '{tool}' more than once")

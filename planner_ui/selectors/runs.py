@@ -32,7 +32,13 @@ def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
     steps = list(run.steps.all())
     return {
         "nodes": [
-            {"id": s.step_id, "title": s.title, "role": s.role, "tools": s.tools, "status": s.status}
+            {
+                "id": s.step_id,
+                "title": s.title,
+                "role": s.role,
+                "tools": s.tools,
+                "status": s.status,
+            }
             for s in steps
         ],
         "edges": [{"source": dep, "target": s.step_id} for s in steps for dep in s.depends_on],

@@ -19,7 +19,9 @@ def run_group(run_id: int) -> str:
     return f"run-{run_id}"
 
 
-def event_append(run_id: int, type: str, payload: dict[str, Any] | None = None, *, step_id: str = "") -> RunEvent:
+def event_append(
+    run_id: int, type: str, payload: dict[str, Any] | None = None, *, step_id: str = ""
+) -> RunEvent:
     """Store the next event of the run; broadcast it after the transaction commits."""
     with transaction.atomic():
         # The UPDATE locks the run row until commit, so sequence numbers never collide.
@@ -39,4 +41,6 @@ def _broadcast(run_id: int, message: dict[str, Any]) -> None:
             run_group(run_id), {"type": "run.event", "event": message}
         )
     except Exception:
-        log.warning("could not broadcast event %s of run %s", message.get("seq"), run_id, exc_info=True)
+        log.warning(
+            "could not broadcast event %s of run %s", message.get("seq"), run_id, exc_info=True
+        )

@@ -10,10 +10,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from planner_ui.agents.planner import make_plan
+from planner_ui.core import dag
 from planner_ui.core.errors import AgentError, InvalidTransition, ProviderError
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
 from planner_ui.core.status import RunStatus, StepStatus
-from planner_ui.core import dag
 from planner_ui.models import PlanVersion, Run, Step
 from planner_ui.providers import provider_for
 from planner_ui.tools import REGISTRY
@@ -33,7 +33,9 @@ def run_create(*, owner: AbstractBaseUser, task: str, auto_approve: bool = False
         raise RunInputError("Describe the task: it is empty.")
     limit = settings.AGENTSITE_MAX_TASK_CHARS
     if len(task) > limit:
-        raise RunInputError(f"The task is {len(task)} characters long; at most {limit} are allowed.")
+        raise RunInputError(
+            f"The task is {len(task)} characters long; at most {limit} are allowed."
+        )
     from planner_ui.tasks import plan_run
 
     with transaction.atomic():
@@ -106,8 +108,12 @@ def run_plan(run_id: int) -> None:
         event_append(
             run_id,
             "plan.version",
-            {"number": version.number, "author": version.author, "model": result.model,
-             "steps": len(result.plan.steps)},
+            {
+                "number": version.number,
+                "author": version.author,
+                "model": result.model,
+                "steps": len(result.plan.steps),
+            },
         )
         event_append(run_id, "run.status", {"status": run.status})
     if run.auto_approve:

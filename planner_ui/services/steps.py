@@ -70,8 +70,12 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
 
 
 def _context_for(step: Step) -> list[tuple[str, str, str]]:
-    parents = {s.step_id: s for s in Step.objects.filter(run_id=step.run_id, step_id__in=step.depends_on)}
-    return [(sid, parents[sid].title, parents[sid].output) for sid in step.depends_on if sid in parents]
+    parents = {
+        s.step_id: s for s in Step.objects.filter(run_id=step.run_id, step_id__in=step.depends_on)
+    }
+    return [
+        (sid, parents[sid].title, parents[sid].output) for sid in step.depends_on if sid in parents
+    ]
 
 
 def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = False) -> None:
@@ -90,8 +94,12 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
             outcome = synthesize(provider, run.task, _context_for(step))
             on_event(
                 "step.tokens",
-                {"model": provider.model, "input_tokens": outcome.usage.input_tokens,
-                 "output_tokens": outcome.usage.output_tokens, "iteration": 1},
+                {
+                    "model": provider.model,
+                    "input_tokens": outcome.usage.input_tokens,
+                    "output_tokens": outcome.usage.output_tokens,
+                    "iteration": 1,
+                },
             )
         else:
             provider = provider_for(f"executor:{step.role}")
@@ -159,8 +167,13 @@ def step_finish(
             event_append(
                 run_id,
                 "step.succeeded",
-                {"output": step.output, "tokens_in": step.tokens_in, "tokens_out": step.tokens_out,
-                 "duration_s": step.duration_s, "model": model},
+                {
+                    "output": step.output,
+                    "tokens_in": step.tokens_in,
+                    "tokens_out": step.tokens_out,
+                    "duration_s": step.duration_s,
+                    "model": model,
+                },
                 step_id=step_id,
             )
         else:
@@ -175,5 +188,7 @@ def step_finish(
                 skipped.status = StepStatus.SKIPPED
                 skipped.error = f"not run because step '{step_id}' failed"
                 skipped.save(update_fields=["status", "error"])
-                event_append(run_id, "step.skipped", {"reason": skipped.error}, step_id=skipped.step_id)
+                event_append(
+                    run_id, "step.skipped", {"reason": skipped.error}, step_id=skipped.step_id
+                )
         run_finish_if_done(run)

@@ -20,7 +20,12 @@ RUNS_PER_PAGE = 20
 
 class TaskForm(forms.Form):
     task = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 5, "placeholder": "Compare Python and Go for a CLI tool, then write a recommendation."}),
+        widget=forms.Textarea(
+            attrs={
+                "rows": 5,
+                "placeholder": "Compare Python and Go for a CLI tool, then write a recommendation.",
+            }
+        ),
         max_length=settings.AGENTSITE_MAX_TASK_CHARS,
         strip=True,
     )
@@ -59,7 +64,9 @@ def run_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(run_list_for_user(request.user), RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(run_list_for_user(request.user), RUNS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
     return render(request, "planner_ui/run_list.html", {"page": page})
 
 

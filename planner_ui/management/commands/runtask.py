@@ -51,18 +51,23 @@ class Command(BaseCommand):
 
     def _bring_up_what_is_missing(self) -> list:
         procs = []
+        logs = settings.VAR_DIR / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
         if not embedded.redis_ping(settings.REDIS_URL):
             if not settings.REDIS_IS_EMBEDDED:
                 raise CommandError(f"REDIS_URL {settings.REDIS_URL} does not answer.")
             self.stderr.write("No Redis running: starting the embedded one.")
-            procs.append(embedded.start_redis(settings.EMBEDDED_REDIS_SOCKET))
+            procs.append(
+                embedded.start_redis(
+                    settings.EMBEDDED_REDIS_SOCKET, log_path=logs / "runtask-redis.log"
+                )
+            )
         try:
             embedded.wait_for_worker(timeout=2.0)
         except RuntimeError:
             self.stderr.write("No Celery worker answering: starting one for this task.")
             env = dict(os.environ, REDIS_URL=settings.REDIS_URL)
-            log_path = settings.VAR_DIR / "logs" / "runtask-worker.log"
-            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log_path = logs / "runtask-worker.log"
             procs.append(embedded.start_worker(env=env, log_path=log_path, hostname="runtask-%h"))
             try:
                 embedded.wait_for_worker("runtask", timeout=60)
@@ -127,7 +132,9 @@ class Command(BaseCommand):
     def _print_human(self, run: Run, wall_s: float) -> None:
         self.stdout.write(f"Run {run.pk}: {run.status} in {wall_s:.1f} s")
         for s in run.steps.all():
-            self.stdout.write(f"  [{s.status}] {s.step_id} ({s.role}){': ' + s.error if s.error else ''}")
+            self.stdout.write(
+                f"  [{s.status}] {s.step_id} ({s.role}){': ' + s.error if s.error else ''}"
+            )
         if run.error:
             self.stdout.write(f"Error: {run.error}")
         if run.result:
