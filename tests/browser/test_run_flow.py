@@ -1,0 +1,64 @@
+"""A person's loop in a real browser: log in, submit, see the plan, approve, watch it finish."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from planner_ui.models import Run
+
+pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+
+
+def login(page, base_url: str, username: str, password: str) -> None:
+    page.goto(base_url + "/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/"))
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    expect(page.get_by_role("heading", name="What should the agents do?")).to_be_visible()
+
+
+def test_submit_approve_and_watch_the_result_arrive_live(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("alice", "pw-for-tests-1")
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    page.fill("#id_task", "Compare tea and coffee for a morning routine")
+    page.click("#task-form button[type=submit]")
+
+    # The plan arrives over the WebSocket: no reload.
+    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    expect(page.locator("#ws-state")).to_have_text("live")
+    run = Run.objects.get()
+    steps = list(run.steps.all())
+    for step in steps:
+        expect(page.locator(f"#step-{step.step_id}")).to_be_visible()
+    graph_nodes = page.evaluate("document.querySelector('#plan-graph canvas') !== null")
+    assert graph_nodes, "the plan graph should be drawn"
+
+    page.click("#approve-plan")
+    # Approval is a plain form POST that redirects back; from here on nothing reloads.
+    expect(page.locator("#approve-plan")).to_have_count(0, timeout=15_000)
+    page.wait_for_load_state()
+    page.evaluate("window.__notReloaded = true")
+    expect(page.locator("#result")).to_be_visible(timeout=90_000)
+    assert page.evaluate("window.__notReloaded === true"), "the result should arrive without reload"
+    expect(page.locator("#run-status")).to_have_text("succeeded")
+    for step in steps:
+        expect(page.locator(f"#step-{step.step_id}")).to_have_attribute("data-status", "succeeded")
+    expect(page.locator("#result .markdown h1")).to_be_visible()
+    assert page.locator("#event-log li").count() >= len(steps) * 2
+    assert page.js_errors == []
+
+
+def test_another_users_run_page_is_not_found(page, daphne_url, make_user):
+    bob = make_user("bob", "pw-for-tests-2")
+    run = Run.objects.create(owner=bob, task="Bob's private task")
+    make_user("carol", "pw-for-tests-3")
+    login(page, daphne_url, "carol", "pw-for-tests-3")
+    response = page.goto(f"{daphne_url}/runs/{run.pk}/")
+    assert response.status == 404
+    assert "Bob's private task" not in page.content()

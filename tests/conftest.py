@@ -1,0 +1,120 @@
+"""Fixtures with real parts: an embedded Redis for the whole session, and on demand a Celery
+worker process and a Daphne process sharing the test database (a file, see settings_test)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from agentsite import embedded
+
+
+@pytest.fixture(scope="session", autouse=True)
+def redis_url() -> Iterator[str]:
+    """The session's Redis: the embedded one on settings' socket, or REDIS_URL when given."""
+    if not settings.REDIS_IS_EMBEDDED:
+        assert embedded.redis_ping(settings.REDIS_URL), (
+            f"REDIS_URL {settings.REDIS_URL} does not answer"
+        )
+        yield settings.REDIS_URL
+        return
+    socket_path = Path(settings.EMBEDDED_REDIS_SOCKET)
+    if embedded.redis_ping(settings.REDIS_URL):
+        yield settings.REDIS_URL  # left running by an interrupted session: reuse it
+        return
+    proc = embedded.start_redis(socket_path, log_path=settings.VAR_DIR / "redis-test.log")
+    try:
+        yield settings.REDIS_URL
+    finally:
+        embedded.stop_processes([proc])
+
+
+def _database_url() -> str:
+    """The URL of the test database as pytest-django set it up, for child processes."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    if db["ENGINE"].endswith("postgresql"):
+        auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+        return f"postgres://{auth}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+    raise RuntimeError(f"no child-process URL for database engine {db['ENGINE']}")
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="agentsite.settings_test",
+        AGENTSITE_VAR_DIR=str(settings.VAR_DIR),
+        DATABASE_URL=_database_url(),
+        REDIS_URL=settings.REDIS_URL,
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+# Each model call of the offline provider takes this long in the stack's workers, so parallel
+# branches last long enough for their overlap to show in the timestamps.
+OFFLINE_LATENCY_S = "0.4"
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(
+    django_db_setup: Any, django_db_blocker: Any, redis_url: str
+) -> Iterator[Any]:
+    """A real `celery worker` process (prefork, 4 children) on the test database."""
+    from agentsite.celery import app
+
+    app.control.purge()  # tasks enqueued by earlier in-process tests refer to flushed runs
+    log_path = settings.VAR_DIR / "worker-test.log"
+    with django_db_blocker.unblock():
+        env = child_env(AGENTSITE_OFFLINE_LATENCY_S=OFFLINE_LATENCY_S)
+    proc = embedded.start_worker(
+        env=env, concurrency=4, hostname="testworker@%h", log_path=log_path
+    )
+    try:
+        embedded.wait_for_worker("testworker", timeout=60)
+        yield proc
+    finally:
+        embedded.stop_processes([proc])
+
+
+@pytest.fixture(scope="session")
+def daphne_url(django_db_setup: Any, django_db_blocker: Any, redis_url: str) -> Iterator[str]:
+    """A real Daphne process serving the app on the test database; returns its base URL."""
+    port = embedded.free_port()
+    with django_db_blocker.unblock():
+        env = child_env()
+    proc = embedded.start_daphne(env=env, port=port, log_path=settings.VAR_DIR / "daphne-test.log")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        embedded.wait_for_http(url + "/accounts/login/", timeout=60)
+        yield url
+    finally:
+        embedded.stop_processes([proc])
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
+    """Poll until predicate() is truthy; fail with `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture
+def make_user(django_user_model: Any) -> Callable[..., Any]:
+    def make(username: str = "alice", password: str = "pw-for-tests-1") -> Any:
+        return django_user_model.objects.create_user(username=username, password=password)
+
+    return make

@@ -1,0 +1,171 @@
+"""Run and step services in-process with the offline provider. These tests are not
+transactional, so on_commit never fires: nothing is enqueued, and each test drives the steps
+itself, in the order the scheduler would."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+from planner_ui.core.errors import InvalidTransition
+from planner_ui.core.plan import SYNTHESIS_STEP_ID
+from planner_ui.core.status import RunStatus, StepStatus
+from planner_ui.models import PlanVersion, Run, RunEvent, Step
+from planner_ui.services.runs import RunInputError, run_approve_plan, run_create, run_plan
+from planner_ui.services.steps import step_execute
+
+pytestmark = pytest.mark.django_db
+
+
+def drive(run: Run) -> Run:
+    """Execute queued steps one by one, as workers would, until none is queued."""
+    for _ in range(100):
+        queued = list(Step.objects.filter(run=run, status=StepStatus.QUEUED))
+        if not queued:
+            break
+        for step in queued:
+            step_execute(run.pk, step.step_id, "test-worker")
+    run.refresh_from_db()
+    return run
+
+
+def planned(user, task: str, **kwargs) -> Run:
+    run = run_create(owner=user, task=task, **kwargs)
+    run_plan(run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def test_run_create_refuses_empty_and_oversized_tasks(make_user):
+    user = make_user()
+    with pytest.raises(RunInputError, match="Describe the task: it is empty."):
+        run_create(owner=user, task="   ")
+    limit = settings.AGENTSITE_MAX_TASK_CHARS
+    with pytest.raises(RunInputError) as exc:
+        run_create(owner=user, task="x" * (limit + 1))
+    assert str(exc.value) == (
+        f"The task is {limit + 1} characters long; at most {limit} are allowed."
+    )
+    assert Run.objects.count() == 0
+
+
+def test_planning_stores_version_one_and_steps_with_a_synthesizer(make_user):
+    run = planned(make_user(), "Compare Python and Go for writing a command-line tool")
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL
+    assert run.planner_model == "offline:offline-v1"
+    version = run.plan_versions.get()
+    assert (version.number, version.author) == (1, PlanVersion.Author.PLANNER)
+    steps = list(run.steps.all())
+    plan_ids = [s["id"] for s in version.plan["steps"]]
+    assert [s.step_id for s in steps] == plan_ids + [SYNTHESIS_STEP_ID]
+    synthesis = steps[-1]
+    assert synthesis.role == "synthesizer"
+    depended_on = {d for s in steps[:-1] for d in s.depends_on}
+    assert set(synthesis.depends_on) == {i for i in plan_ids if i not in depended_on}
+    assert all(s.status == StepStatus.PENDING for s in steps)
+    types = list(run.events.values_list("type", flat=True))
+    assert types == ["run.status", "plan.version", "run.status"]
+    assert run.tokens_in > 0 and run.model_calls == 1
+
+
+def test_plan_versions_are_immutable(make_user):
+    run = planned(make_user(), "Research tea and coffee")
+    version = run.plan_versions.get()
+    version.note = "changed"
+    with pytest.raises(ValueError, match="plan versions are immutable"):
+        version.save()
+
+
+def test_approve_dispatches_only_ready_steps_and_the_run_completes(make_user):
+    run = planned(make_user(), "Compare Python and Go for writing a command-line tool")
+    run_approve_plan(run.pk)
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING
+    assert run.approved_plan == run.plan_versions.get()
+    queued = set(run.steps.filter(status=StepStatus.QUEUED).values_list("step_id", flat=True))
+    roots = {s.step_id for s in run.steps.all() if not s.depends_on}
+    assert queued == roots and len(roots) >= 2
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    steps = list(run.steps.all())
+    assert all(s.status == StepStatus.SUCCEEDED and s.attempts == 1 for s in steps)
+    assert run.result == run.steps.get(step_id=SYNTHESIS_STEP_ID).output
+    assert "Python" in run.result and "Go" in run.result
+    planner_in = run.tokens_in - sum(s.tokens_in for s in steps)
+    assert planner_in > 0  # the planner's tokens are counted once, beside the steps'
+    seqs = list(run.events.values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_a_step_runs_only_after_its_dependencies(make_user):
+    run = planned(make_user(), "Research the history of tea, then write a short summary")
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    steps = {s.step_id: s for s in run.steps.all()}
+    for step in steps.values():
+        for dep in step.depends_on:
+            assert steps[dep].finished_at <= step.started_at
+
+
+def test_redelivered_task_of_a_finished_step_changes_nothing(make_user):
+    run = planned(make_user(), "Research tea and coffee")
+    run_approve_plan(run.pk)
+    run = drive(run)
+    step = run.steps.first()
+    events_before = run.events.count()
+    step_execute(run.pk, step.step_id, "another-worker", redelivered=True)
+    step.refresh_from_db()
+    assert (step.attempts, step.worker) == (1, "test-worker")
+    assert run.events.count() == events_before
+
+
+def test_approving_twice_is_refused_with_a_clear_message(make_user):
+    run = planned(make_user(), "Research tea and coffee")
+    run_approve_plan(run.pk)
+    with pytest.raises(InvalidTransition) as exc:
+        run_approve_plan(run.pk)
+    assert str(exc.value) == "This run is running, so its plan cannot be approved now."
+
+
+def test_a_failed_step_skips_what_is_left_and_fails_the_run(make_user, settings):
+    # One model call is not enough for a step that calls a tool and then answers.
+    settings.AGENTSITE_MAX_STEP_ITERATIONS = 1
+    run = planned(make_user(), "Compute 1234 * 5678 and then write a short report about it")
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.FAILED
+    failed = run.steps.get(status=StepStatus.FAILED)
+    assert failed.error == "the step reached its cap of 1 model calls without a final answer"
+    skipped = run.steps.filter(status=StepStatus.SKIPPED)
+    assert skipped.exists()
+    assert all(s.error == f"not run because step '{failed.step_id}' failed" for s in skipped)
+    assert f"step '{failed.step_id}' failed" in run.error
+    assert RunEvent.objects.filter(run=run, type="step.failed", step_id=failed.step_id).exists()
+
+
+# pytest-django routes Django's mail to the in-memory `mailoutbox` in this process.
+def test_irreversible_tool_is_refused_without_auto_approve(make_user, mailoutbox):
+    run = planned(make_user(), "Write a two-line status note and email it to bob@example.com")
+    run_approve_plan(run.pk)
+    run = drive(run)
+    result = run.events.get(type="step.tool_result", payload__tool="send_email")
+    assert result.payload["is_error"] is True
+    assert result.payload["content"].startswith(
+        "send_email is irreversible and this run was not started with auto-approve"
+    )
+    assert mailoutbox == []
+
+
+def test_irreversible_tool_runs_with_auto_approve(make_user, mailoutbox):
+    run = planned(
+        make_user(),
+        "Write a two-line status note and email it to bob@example.com",
+        auto_approve=True,
+    )
+    # With auto-approve the plan was approved as soon as it was made.
+    assert run.status == RunStatus.RUNNING
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert [m.to for m in mailoutbox] == [["bob@example.com"]]
+    assert mailoutbox[0].subject

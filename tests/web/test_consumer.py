@@ -1,0 +1,121 @@
+"""The run WebSocket through the real ASGI stack, session auth and the Redis channel layer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from agentsite.asgi import application
+from planner_ui.models import Run
+from planner_ui.services.events import event_append
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+def _session_cookie(user) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+@database_sync_to_async
+def _setup(make_user, owner_name: str = "alice"):
+    owner = make_user(owner_name)
+    run = Run.objects.create(owner=owner, task="Research tea")
+    return owner, run, _session_cookie(owner)
+
+
+async def _connect(run_id: int, cookie: bytes | None, after: int | None = None):
+    path = f"/ws/runs/{run_id}/" + (f"?after={after}" if after is not None else "")
+    headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
+    if cookie:
+        headers.append((b"cookie", cookie))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, code = await communicator.connect(timeout=5)
+    return communicator, connected, code
+
+
+async def _receive_events_until_replay_done(communicator) -> list[dict]:
+    events = []
+    while True:
+        message = json.loads(await communicator.receive_from(timeout=5))
+        if message["type"] == "replay.done":
+            return events
+        assert message["type"] == "event"
+        events.append(message["event"])
+
+
+append = database_sync_to_async(event_append)
+
+
+async def test_replay_then_live_then_reconnect_loses_nothing(make_user):
+    _, run, cookie = await _setup(make_user)
+    for i in range(3):
+        await append(run.pk, "step.tokens", {"n": i}, step_id="a")
+
+    ws, connected, _ = await _connect(run.pk, cookie)
+    assert connected
+    replayed = await _receive_events_until_replay_done(ws)
+    assert [e["seq"] for e in replayed] == [1, 2, 3]
+    assert [e["payload"]["n"] for e in replayed] == [0, 1, 2]
+
+    await append(run.pk, "step.tokens", {"n": 3}, step_id="a")
+    live = json.loads(await ws.receive_from(timeout=5))
+    assert live["type"] == "event" and live["event"]["seq"] == 4
+    await ws.disconnect()
+
+    # While nobody listens, two more events happen; the reconnect gets exactly those.
+    await append(run.pk, "step.tokens", {"n": 4}, step_id="a")
+    await append(run.pk, "step.failed", {"error": "boom"}, step_id="a")
+    ws, connected, _ = await _connect(run.pk, cookie, after=4)
+    assert connected
+    missed = await _receive_events_until_replay_done(ws)
+    assert [(e["seq"], e["type"]) for e in missed] == [(5, "step.tokens"), (6, "step.failed")]
+    await ws.disconnect()
+
+
+async def test_malformed_messages_get_an_error_and_the_socket_stays_open(make_user):
+    _, run, cookie = await _setup(make_user)
+    ws, connected, _ = await _connect(run.pk, cookie)
+    assert connected
+    await _receive_events_until_replay_done(ws)
+    cases = [
+        ("not json", "message is not valid JSON"),
+        (
+            json.dumps({"type": "delete everything"}),
+            "unknown message type; expected 'ping' or 'replay'",
+        ),
+        (json.dumps({"type": "replay", "after": "x"}), "'after' must be a non-negative integer"),
+        ("x" * 2000, "messages must be JSON text of at most 1000 characters"),
+    ]
+    for text, error in cases:
+        await ws.send_to(text_data=text)
+        assert json.loads(await ws.receive_from(timeout=5)) == {"type": "error", "error": error}
+    await ws.send_to(text_data=json.dumps({"type": "ping"}))
+    assert json.loads(await ws.receive_from(timeout=5)) == {"type": "pong", "seq": 0}
+    await ws.disconnect()
+
+
+async def test_another_user_is_refused(make_user):
+    _, run, _ = await _setup(make_user, "alice")
+    _, _, bob_cookie = await _setup(make_user, "bob")
+    ws, connected, code = await _connect(run.pk, bob_cookie)
+    assert not connected and code == 4404
+    await append(run.pk, "step.tokens", {"secret": True})
+    assert await ws.receive_nothing(timeout=0.3)
+
+
+async def test_anonymous_is_refused(make_user):
+    _, run, _ = await _setup(make_user)
+    ws, connected, code = await _connect(run.pk, None)
+    assert not connected and code == 4401
+
+
+async def test_a_missing_run_is_refused_like_another_users(make_user):
+    _, _, cookie = await _setup(make_user)
+    ws, connected, code = await _connect(999_999, cookie)
+    assert not connected and code == 4404
