@@ -109,6 +109,8 @@ def run_step(
                     content, is_error = tool.call(call.arguments, tool_ctx), False
                 except ToolError as exc:
                     content, is_error = str(exc), True
+                except Exception as exc:  # a tool's own bug must not crash the step
+                    content, is_error = f"{call.name} failed: {type(exc).__name__}: {exc}", True
             if len(content) > MAX_TOOL_RESULT_CHARS:
                 content = content[:MAX_TOOL_RESULT_CHARS] + "\n[truncated]"
             on_event(

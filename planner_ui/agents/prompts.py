@@ -21,8 +21,9 @@ Each step has a short slug id, a title of a few words, a self-contained instruct
 executor sees only that instruction and the outputs of the steps it depends on), one role
 ({", ".join(ROLES)}), the tools it may use (only from the list given, and only those it
 needs), and depends_on: the ids of steps whose outputs it needs. Steps that do not need
-each other's output must not depend on each other, so they run in parallel. Do not add a
-final assembly step: a synthesizer combines the outputs of the last steps by itself.
+each other's output must not depend on each other, so they run in parallel. A synthesizer
+assembles the final deliverable from the outputs of the last steps by itself: add a final
+writing step only when the task asks for a piece of writing of its own.
 Reply with the plan as one JSON object and nothing else.
 {UNTRUSTED_DATA_RULE}"""
 

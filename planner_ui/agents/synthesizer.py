@@ -28,6 +28,8 @@ def synthesize(
             max_tokens=8192,
         )
     )
+    if reply.stop_reason == "max_tokens":
+        raise StepFailed("the synthesizer's deliverable was cut off at its max_tokens limit")
     if reply.stop_reason == "refusal" or not reply.text.strip():
         raise StepFailed(f"the synthesizer produced no deliverable ({reply.stop_reason})")
     return StepOutcome(output=reply.text.strip(), usage=reply.usage, model_calls=1)

@@ -41,6 +41,18 @@ def find_cycle(deps: Deps) -> list[str] | None:
     return None
 
 
+def ancestors(deps: Deps, node: str) -> set[str]:
+    """Every step that `node` depends on, directly or through others."""
+    seen: set[str] = set()
+    stack = list(deps[node])
+    while stack:
+        parent = stack.pop()
+        if parent not in seen and parent in deps:
+            seen.add(parent)
+            stack.extend(deps[parent])
+    return seen
+
+
 def topological_order(deps: Deps) -> list[str]:
     """Steps in an order where every step comes after its dependencies.
 

@@ -43,7 +43,13 @@ ACTIVE_STEP_STATUSES = frozenset({StepStatus.QUEUED, StepStatus.RUNNING})
 
 def check_run_transition(current: str, new: str) -> RunStatus:
     """Return `new` as a RunStatus if a run may move there from `current`, else raise."""
-    src, dst = RunStatus(current), RunStatus(new)
+    try:
+        src, dst = RunStatus(current), RunStatus(new)
+    except ValueError:
+        known = ", ".join(RunStatus)
+        raise InvalidTransition(
+            f"unknown run status in {current!r} → {new!r}; known statuses: {known}"
+        ) from None
     if dst not in RUN_TRANSITIONS[src]:
         allowed = ", ".join(sorted(RUN_TRANSITIONS[src])) or "none (it is finished)"
         raise InvalidTransition(

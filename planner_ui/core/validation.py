@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Collection
 from typing import Any
@@ -43,9 +44,9 @@ def _schema_errors(data: Any, err: ValidationError) -> list[str]:
 def parse_plan_json(text: str) -> Any:
     """Parse a model's or a person's plan text; tolerate a fenced ```json block around it."""
     stripped = text.strip()
-    if stripped.startswith("```"):
-        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
-        stripped = stripped.rsplit("```", 1)[0]
+    # Models often wrap the JSON in a fence, sometimes after a sentence of their own.
+    if fenced := re.search(r"```[A-Za-z]*\s*\n(.*)```", stripped, re.S):
+        stripped = fenced.group(1)
     try:
         return json.loads(stripped)
     except json.JSONDecodeError as exc:
@@ -87,9 +88,7 @@ def validate_plan(
         if not s.instruction.strip():
             errors.append(f"step '{s.id}' has an empty instruction")
         if s.role not in roles:
-            errors.append(
-                f"step '{s.id}' has unknown role '{s.role}'; known roles: {role_list}"
-            )
+            errors.append(f"step '{s.id}' has unknown role '{s.role}'; known roles: {role_list}")
         for tool in s.tools:
             if tool not in known_tools:
                 errors.append(
@@ -98,7 +97,10 @@ def validate_plan(
         for tool, count in Counter(s.tools).items():
             if count > 1:
                 errors.append(f"step '{s.id}' grants tool '{tool}' more than once")
-        for dep in s.depends_on:
+        for dep, count in Counter(s.depends_on).items():
+            if count > 1:
+                errors.append(f"step '{s.id}' depends on '{dep}' more than once")
+        for dep in dict.fromkeys(s.depends_on):
             if dep == s.id:
                 errors.append(f"step '{s.id}' depends on itself")
             elif dep not in counts:

@@ -25,8 +25,11 @@ _BINARY = {
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _FUNCTIONS = {"sqrt": math.sqrt, "abs": abs, "round": round, "min": min, "max": max}
 _CONSTANTS = {"pi": math.pi, "e": math.e}
-# Big exponents are the one cheap way to make this tool burn CPU and memory.
+# Powers are the one cheap way to make this tool burn CPU and memory: bound the result size.
 _MAX_EXPONENT = 10_000
+_MAX_RESULT_BITS = 100_000
+# Python refuses to print integers longer than 4300 digits.
+_MAX_RESULT_DIGITS = 4_000
 
 
 def evaluate(expression: str) -> float | int:
@@ -34,7 +37,13 @@ def evaluate(expression: str) -> float | int:
         tree = ast.parse(expression.replace("^", "**"), mode="eval")
     except SyntaxError as exc:
         raise ToolError(f"calculator: cannot parse {expression!r}: {exc.msg}") from exc
-    return _eval(tree.body)
+    try:
+        value = _eval(tree.body)
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise ToolError(f"calculator: cannot evaluate {expression!r}: {exc}") from exc
+    if isinstance(value, int) and value.bit_length() > _MAX_RESULT_DIGITS * 3.32:
+        raise ToolError(f"calculator: the result of {expression!r} is too large to show")
+    return value
 
 
 def _eval(node: ast.AST) -> Any:
@@ -42,8 +51,11 @@ def _eval(node: ast.AST) -> Any:
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
-            raise ToolError(f"calculator: exponent {right} is too large")
+        if isinstance(node.op, ast.Pow):
+            if abs(right) > _MAX_EXPONENT:
+                raise ToolError(f"calculator: exponent {right} is too large")
+            if abs(left) > 1 and abs(right) * math.log2(abs(left)) > _MAX_RESULT_BITS:
+                raise ToolError(f"calculator: the result of {ast.unparse(node)!r} is too large")
         try:
             return _BINARY[type(node.op)](left, right)
         except ZeroDivisionError as exc:

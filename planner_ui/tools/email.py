@@ -11,7 +11,8 @@ class SendEmailInput(BaseModel):
     to: str = Field(
         pattern=r"^[^@\s<>,;]+@[^@\s<>,;]+$", max_length=254, description="One recipient address."
     )
-    subject: str = Field(min_length=1, max_length=200)
+    # A newline in a subject is a header injection; Django would refuse it only at send time.
+    subject: str = Field(min_length=1, max_length=200, pattern=r"^[^\r\n]*$")
     body: str = Field(max_length=20_000)
 
 

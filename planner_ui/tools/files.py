@@ -59,8 +59,13 @@ class WriteFile(Tool):
         if len(data) > MAX_FILE_BYTES:
             raise ToolError(f"write_file: {len(data)} bytes is over the {MAX_FILE_BYTES} limit")
         target = resolve_in_workspace(ctx.workspace, args.path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        if target.is_dir():
+            raise ToolError(f"write_file: {args.path!r} is a folder")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        except OSError as exc:
+            raise ToolError(f"write_file: cannot write {args.path!r}: {exc.strerror}") from exc
         return f"wrote {len(data)} bytes to {args.path}"
 
 
