@@ -13,22 +13,13 @@ from datetime import datetime
 import pytest
 from django.conf import settings
 
+from planner_ui.core.dag import ancestors
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Run
 from planner_ui.services.runs import run_approve_plan, run_create
 from tests.conftest import child_env, wait_until
 
 pytestmark = [pytest.mark.stack, pytest.mark.django_db(transaction=True)]
-
-
-def _ancestors(deps: dict[str, list[str]], node: str) -> set[str]:
-    seen, stack = set(), list(deps[node])
-    while stack:
-        parent = stack.pop()
-        if parent not in seen:
-            seen.add(parent)
-            stack.extend(deps[parent])
-    return seen
 
 
 def _finished(run_id: int) -> Run | None:
@@ -54,7 +45,7 @@ def test_parallel_branches_overlap_on_real_workers(celery_worker_process, make_u
     independent = [
         (a, b)
         for a, b in itertools.combinations(steps, 2)
-        if a not in _ancestors(deps, b) and b not in _ancestors(deps, a)
+        if a not in ancestors(deps, b) and b not in ancestors(deps, a)
     ]
     assert independent, "the plan should have parallel branches"
     for a, b in independent:
