@@ -16,6 +16,12 @@ from django.db import connection
 from agentsite import embedded
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run tests with real worker processes last: once started, the session's worker would
+    otherwise pick up tasks that other (transactional) tests enqueue and race with them."""
+    items.sort(key=lambda item: item.get_closest_marker("stack") is not None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def redis_url() -> Iterator[str]:
     """The session's Redis: the embedded one on settings' socket, or REDIS_URL when given."""

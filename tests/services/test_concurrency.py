@@ -1,0 +1,78 @@
+"""What the database must guarantee when many workers write one run at once. `make test` runs
+these on SQLite and, where a PostgreSQL server answers, again on PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import close_old_connections
+
+from planner_ui.agents.executor import StepOutcome
+from planner_ui.core.status import RunStatus, StepStatus
+from planner_ui.models import Run, RunEvent, Step
+from planner_ui.services.events import event_append
+from planner_ui.services.steps import step_finish
+
+pytestmark = [pytest.mark.database, pytest.mark.django_db(transaction=True)]
+
+
+def _in_threads(count: int, target) -> list[BaseException]:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(count)
+
+    def body(index: int) -> None:
+        try:
+            barrier.wait()
+            target(index)
+        except BaseException as exc:  # reported by the test, not lost in a thread
+            errors.append(exc)
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return errors
+
+
+def test_concurrent_appends_get_unique_contiguous_sequence_numbers(make_user):
+    run = Run.objects.create(owner=make_user(), task="t")
+
+    def append_many(index: int) -> None:
+        for n in range(20):
+            event_append(run.pk, "step.tokens", {"writer": index, "n": n}, step_id=f"s{index}")
+
+    assert _in_threads(6, append_many) == []
+    seqs = sorted(RunEvent.objects.filter(run=run).values_list("seq", flat=True))
+    assert seqs == list(range(1, 121))
+    run.refresh_from_db()
+    assert run.last_event_seq == 120
+    for index in range(6):
+        mine = RunEvent.objects.filter(run=run, step_id=f"s{index}").order_by("seq")
+        assert [e.payload["n"] for e in mine] == list(range(20))
+
+
+def test_two_parents_finishing_at_once_queue_their_child_exactly_once(make_user):
+    run = Run.objects.create(owner=make_user(), task="t", status=RunStatus.RUNNING)
+    for i, (step_id, deps) in enumerate([("a", []), ("b", []), ("join", ["a", "b"])]):
+        Step.objects.create(
+            run=run,
+            step_id=step_id,
+            position=i,
+            title=step_id,
+            instruction="x",
+            role="writer",
+            depends_on=deps,
+            status=StepStatus.RUNNING if not deps else StepStatus.PENDING,
+        )
+
+    def finish(index: int) -> None:
+        step_finish(run.pk, "ab"[index], outcome=StepOutcome(output=f"out {index}"))
+
+    assert _in_threads(2, finish) == []
+    join = Step.objects.get(run=run, step_id="join")
+    assert join.status == StepStatus.QUEUED
+    assert RunEvent.objects.filter(run=run, type="step.queued", step_id="join").count() == 1
