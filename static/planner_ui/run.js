@@ -19,6 +19,9 @@
     if (graph) { graph.destroy(); graph = null; }
     if (!data || !el || !window.PlanGraph) return;
     graph = window.PlanGraph.mount(el, JSON.parse(data.textContent));
+    window.planGraph = graph;  // for the browser tests and the curious
+    const fit = document.getElementById("plan-graph-fit");
+    if (fit) fit.addEventListener("click", () => graph.fit());
     el.addEventListener("plangraph:select", (e) => {
       const card = document.getElementById("step-" + e.detail.stepId);
       if (card) card.scrollIntoView({behavior: "smooth", block: "center"});

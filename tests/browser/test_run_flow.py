@@ -36,8 +36,10 @@ def test_submit_approve_and_watch_the_result_arrive_live(
     steps = list(run.steps.all())
     for step in steps:
         expect(page.locator(f"#step-{step.step_id}")).to_be_visible()
-    graph_nodes = page.evaluate("document.querySelector('#plan-graph canvas') !== null")
-    assert graph_nodes, "the plan graph should be drawn"
+    graph_ids = page.evaluate("window.planGraph.cy.nodes().map((n) => n.id())")
+    assert sorted(graph_ids) == sorted(s.step_id for s in steps)
+    edge_count = page.evaluate("window.planGraph.cy.edges().length")
+    assert edge_count == sum(len(s.depends_on) for s in steps)
 
     page.click("#approve-plan")
     # Approval is a plain form POST that redirects back; from here on nothing reloads.
@@ -49,6 +51,7 @@ def test_submit_approve_and_watch_the_result_arrive_live(
     expect(page.locator("#run-status")).to_have_text("succeeded")
     for step in steps:
         expect(page.locator(f"#step-{step.step_id}")).to_have_attribute("data-status", "succeeded")
+        assert page.evaluate(f"window.planGraph.status('{step.step_id}')") == "succeeded"
     expect(page.locator("#result .markdown h1")).to_be_visible()
     assert page.locator("#event-log li").count() >= len(steps) * 2
     assert page.js_errors == []
