@@ -1,0 +1,51 @@
+# The one entry point: `make run` starts the app, `make test` runs every test.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-postgres lint format clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "agentsite needs Python 3.11; set PYTHON=/path/to/python3.11")'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m agentsite.launcher $(RUN_ARGS)
+
+# Every test on the embedded defaults (SQLite, embedded Redis), then the database tests again on
+# PostgreSQL when one answers (TEST_POSTGRES_URL, default the local server). pytest's exit code 5
+# (nothing collected) fails on purpose.
+TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/agentsite
+
+test: $(STAMP)
+	./scripts/ensure-chromium.sh
+	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; \
+	exit $$rc
+	@$(MAKE) --no-print-directory test-postgres
+
+test-postgres: $(STAMP)
+	@if $(PY) -c "import psycopg, sys; psycopg.connect('$(TEST_POSTGRES_URL)'.rsplit('/', 1)[0] + '/postgres', connect_timeout=3).close()" 2>/dev/null; then \
+	  echo "Running the database tests on PostgreSQL ($(TEST_POSTGRES_URL)) ..."; \
+	  rc=0; DATABASE_URL=$(TEST_POSTGRES_URL) $(PY) -m pytest -m "database or (stack and not browser)" $(PYTEST_ARGS) || rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no database tests: failing on purpose"; exit 1; fi; \
+	  exit $$rc; \
+	else \
+	  echo "No PostgreSQL answers at $(TEST_POSTGRES_URL): the database tests ran on SQLite only."; \
+	fi
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) var/test .pytest_cache .ruff_cache
