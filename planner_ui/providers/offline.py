@@ -1029,20 +1029,25 @@ def _capitalized(text: str) -> str:
     return text if re.search(r"[./@:]", first) else text[:1].upper() + text[1:]
 
 
+_LEADING_VERB = re.compile(
+    r"^(?:(?:please|then|first|finally)\s+)?(?:research|find(?:\s+out)?|look\s+up|investigate"
+    r"|fetch|get|read|summari[sz]e|explain|describe|analy[sz]e|calculate|compute|review"
+    r"|check|verify|critique|assess|evaluate|write|draft|compose|prepare|create|make"
+    r"|gather|collect|compare|email|e-mail|send|save|store|export)\b\s*",
+    re.I,
+)
+
+
 def _subject(directive: str) -> str:
     """What a directive is about: its words after the leading verb phrase, as written."""
     text = directive.split("\n", 1)[0].strip().rstrip(".?!")
-    if ": " in text and len(text.rsplit(": ", 1)[1].split()) >= 2:
-        text = text.rsplit(": ", 1)[1]
-    text = re.sub(
-        r"^(?:(?:please|then|first|finally)\s+)?(?:research|find(?:\s+out)?|look\s+up|investigate"
-        r"|fetch|get|read|summari[sz]e|explain|describe|analy[sz]e|calculate|compute|review"
-        r"|check|verify|critique|assess|evaluate|write|draft|compose|prepare|create|make"
-        r"|gather|collect|compare|email|e-mail|send|save|store|export)\b\s*",
-        "",
-        text,
-        flags=re.I,
-    )
+    head, colon, tail = text.partition(": ")
+    # 'Research X: the key facts…' is about X; 'Step 2: research X' is about what follows.
+    if colon and not _LEADING_VERB.match(head) and len(tail.split()) >= 2:
+        text = tail
+    elif colon:
+        text = head
+    text = _LEADING_VERB.sub("", text)
     # Who receives it is not what it is about: 'bob@x.org that the demo moved'.
     text = re.sub(r"^\S+@\S+\s+(?:that\s+|about\s+|regarding\s+)?", "", text, flags=re.I)
     # Nor where it goes: 'the summary to bob@x.org'.
