@@ -81,7 +81,7 @@ def run_plan(run_id: int) -> None:
         provider = provider_for("planner")
         result = make_plan(provider, run.task, [tool.spec() for tool in REGISTRY.values()])
     except ProviderError as exc:
-        run_fail(run_id, f"The planner could not be reached: {exc}")
+        run_fail(run_id, f"The planner failed, so nothing ran: {exc}")
         return
     tokens_in = sum(a.usage.input_tokens for a in result.attempts)
     tokens_out = sum(a.usage.output_tokens for a in result.attempts)

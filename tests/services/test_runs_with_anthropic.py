@@ -1,0 +1,133 @@
+"""A whole run through the real Anthropic SDK against a local Messages API server: planning with
+its repair call, execution with tool use, and the errors a person must be able to read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner_ui.core.status import RunStatus, StepStatus
+from planner_ui.services.runs import run_approve_plan
+from tests.fakes.anthropic_server import FakeAnthropic
+from tests.services.test_runs import drive, planned
+
+pytestmark = pytest.mark.django_db
+
+GOOD_PLAN = {
+    "goal": "A number and a sentence about it",
+    "steps": [
+        {
+            "id": "compute",
+            "title": "Compute",
+            "instruction": "Compute 6*7 with the calculator.",
+            "role": "coder",
+            "tools": ["calculator"],
+        },
+        {
+            "id": "explain",
+            "title": "Explain",
+            "instruction": "Explain the number in one line.",
+            "role": "writer",
+            "depends_on": ["compute"],
+        },
+    ],
+}
+CYCLIC_PLAN = {
+    "goal": "g",
+    "steps": [
+        {"id": "a", "title": "A", "instruction": "x", "role": "writer", "depends_on": ["b"]},
+        {"id": "b", "title": "B", "instruction": "y", "role": "wizard", "depends_on": ["a"]},
+    ],
+}
+
+
+@pytest.fixture
+def server(settings):
+    with FakeAnthropic() as fake:
+        settings.AGENTSITE_PROVIDER = "anthropic"
+        settings.ANTHROPIC_API_KEY = "test-key"
+        settings.ANTHROPIC_BASE_URL = fake.base_url
+        yield fake
+
+
+def test_a_whole_run_through_the_sdk(server, make_user):
+    server.enqueue_json(GOOD_PLAN, input_tokens=100, output_tokens=50)
+    run = planned(make_user(), "Compute 6*7 and explain it")
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL
+    assert run.planner_model == "anthropic:claude-opus-5-5"
+    assert server.requests[0].body["model"] == "claude-opus-5-5"
+
+    server.enqueue_tool_use("calculator", {"expression": "6*7"}, input_tokens=40, output_tokens=8)
+    server.enqueue_text("6*7 = 42", input_tokens=60, output_tokens=6)
+    server.enqueue_text("42 is the answer.", input_tokens=30, output_tokens=7)
+    server.enqueue_text("# Result\n\n42, explained.", input_tokens=20, output_tokens=9)
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert run.executor_model == "anthropic:claude-sonnet-5-5"
+    steps = {s.step_id: s for s in run.steps.all()}
+    assert steps["compute"].output == "6*7 = 42"
+    assert (steps["compute"].tokens_in, steps["compute"].tokens_out) == (100, 14)
+    assert run.result == "# Result\n\n42, explained."
+    # The run's totals are exactly the server's usage figures, planner included.
+    assert (run.tokens_in, run.tokens_out) == (100 + 40 + 60 + 30 + 20, 50 + 8 + 6 + 7 + 9)
+    # The calculator really ran, and its result went back as a tool_result block.
+    tool_turn = server.requests[2].body["messages"][-1]
+    assert tool_turn["content"][0]["type"] == "tool_result"
+    assert tool_turn["content"][0]["content"] == "6*7 = 42"
+    # The writer got the coder's output as quoted context.
+    writer_prompt = server.requests[3].body["messages"][0]["content"]
+    assert '<output step="compute" title="Compute">\n6*7 = 42\n</output>' in writer_prompt
+
+
+def test_an_invalid_plan_is_repaired_by_a_second_call(server, make_user):
+    server.enqueue_json(CYCLIC_PLAN)
+    server.enqueue_json(GOOD_PLAN)
+    run = planned(make_user(), "Compute 6*7 and explain it")
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL
+    assert [s.step_id for s in run.steps.all()] == ["compute", "explain", "synthesis"]
+    invalid = run.events.get(type="plan.invalid")
+    assert "the plan has a cycle: a → b → a" in invalid.payload["errors"]
+    repair = server.requests[1].body["messages"]
+    assert repair[1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": json.dumps(CYCLIC_PLAN)}],
+    }
+    assert "That plan is invalid:" in repair[2]["content"]
+    assert "step 'b' has unknown role 'wizard'" in repair[2]["content"]
+
+
+def test_two_invalid_plans_fail_the_run_with_the_errors(server, make_user):
+    server.enqueue_json(CYCLIC_PLAN)
+    server.enqueue_text("I would rather not plan.")
+    run = planned(make_user(), "Compute 6*7 and explain it")
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith(
+        "The planner's plan was invalid twice, so nothing ran: the plan is not valid JSON:"
+    )
+    assert run.steps.count() == 0 and run.plan_versions.count() == 0
+    assert run.events.filter(type="plan.invalid").count() == 2
+
+
+def test_a_rejected_key_fails_the_run_with_a_clear_message(server, make_user, settings):
+    settings.ANTHROPIC_API_KEY = "wrong-key"
+    run = planned(make_user(), "Compute 6*7")
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith(
+        "The planner failed, so nothing ran: Anthropic rejected the API key "
+        "(401 authentication_error): check ANTHROPIC_API_KEY."
+    )
+
+
+def test_an_executor_error_fails_the_step_and_the_run(server, make_user):
+    server.enqueue_json(GOOD_PLAN)
+    run = planned(make_user(), "Compute 6*7 and explain it")
+    server.enqueue_error(400, "invalid_request_error", "prompt is too long")
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.FAILED
+    compute = run.steps.get(step_id="compute")
+    assert compute.status == StepStatus.FAILED
+    assert compute.error == "Anthropic refused the request (400): prompt is too long"
+    assert run.steps.get(step_id="explain").status == StepStatus.SKIPPED
