@@ -27,6 +27,15 @@ def events_after(run_id: int, seq: int, limit: int = 1000) -> list[dict[str, Any
     return [e.as_message() for e in events]
 
 
+def tool_calls_by_step(run: Run) -> dict[str, list[dict[str, Any]]]:
+    """Each step's tool calls and results, in order, from the event log."""
+    calls: dict[str, list[dict[str, Any]]] = {}
+    events = run.events.filter(type__in=["step.tool_call", "step.tool_result"]).order_by("seq")
+    for event in events:
+        calls.setdefault(event.step_id, []).append({"type": event.type, **event.payload})
+    return calls
+
+
 def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
     """Nodes and edges for the plan graph, from the run's current steps."""
     steps = list(run.steps.all())

@@ -1,3 +1,5 @@
+import json
+
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
@@ -9,6 +11,13 @@ register = template.Library()
 @register.filter
 def markdown(text: str) -> SafeString:
     return mark_safe(markdown_to_safe_html(text))  # noqa: S308  sanitized by nh3
+
+
+@register.filter
+def json_compact(value: object) -> str:
+    """JSON for display, escaped by the template like any other text."""
+    # The same spacing as JSON.stringify, so live and reloaded cards read alike.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 @register.filter

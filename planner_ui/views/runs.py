@@ -12,7 +12,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from planner_ui.core.errors import InvalidTransition
-from planner_ui.selectors.runs import run_get_for_user, run_graph, run_list_for_user
+from planner_ui.selectors.runs import (
+    run_get_for_user,
+    run_graph,
+    run_list_for_user,
+    tool_calls_by_step,
+)
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 
 RUNS_PER_PAGE = 20
@@ -74,9 +79,13 @@ def run_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
+    calls = tool_calls_by_step(run)
+    steps = list(run.steps.all())
+    for step in steps:
+        step.calls = calls.get(step.step_id, [])
     context = {
         "run": run,
-        "steps": list(run.steps.all()),
+        "steps": steps,
         "graph": run_graph(run),
         "versions": list(run.plan_versions.all()),
     }

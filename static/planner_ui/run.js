@@ -9,6 +9,12 @@
   const log = document.getElementById("event-log");
   const wsState = document.getElementById("ws-state");
   let lastSeq = 0;
+  // The server rendered the cards as of this event; older events only go to the log.
+  let renderedSeq = 0;
+  function readRenderedSeq() {
+    const header = document.getElementById("run-header");
+    renderedSeq = header ? parseInt(header.dataset.seq || "0", 10) : 0;
+  }
   let graph = null;
   let retryMs = 500;
   let stopped = false;
@@ -34,6 +40,7 @@
   }
   document.body.addEventListener("htmx:afterSwap", (e) => {
     if (!(e.detail.target && e.detail.target.id === "run-main")) return;
+    readRenderedSeq();
     mountGraph();
     for (const [stepId, status] of Object.entries(seenStatus)) {
       const card = stepCard(stepId);
@@ -99,6 +106,7 @@
     if (ev.seq <= lastSeq) return;
     lastSeq = ev.seq;
     appendLog(ev);
+    if (ev.seq <= renderedSeq) return;
     const p = ev.payload || {};
     const card = ev.step_id ? stepCard(ev.step_id) : null;
     switch (ev.type) {
@@ -162,6 +170,7 @@
     };
   }
 
+  readRenderedSeq();
   mountGraph();
   connect();
 })();

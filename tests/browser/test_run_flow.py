@@ -26,7 +26,7 @@ def test_submit_approve_and_watch_the_result_arrive_live(
 ):
     make_user("alice", "pw-for-tests-1")
     login(page, daphne_url, "alice", "pw-for-tests-1")
-    page.fill("#id_task", "Compare tea and coffee for a morning routine")
+    page.fill("#id_task", "1. Research tea\n2. Research coffee\n3. Compute 3 * 95 + 2 * 40")
     page.click("#task-form button[type=submit]")
 
     # The plan arrives over the WebSocket: no reload.
@@ -54,6 +54,14 @@ def test_submit_approve_and_watch_the_result_arrive_live(
         assert page.evaluate(f"window.planGraph.status('{step.step_id}')") == "succeeded"
     expect(page.locator("#result .markdown h1")).to_be_visible()
     assert page.locator("#event-log li").count() >= len(steps) * 2
+    # The calculator's call and result show once on their card, live and after a reload.
+    calls = page.locator("#step-compute-3-95-2 .step-calls li")
+    expect(calls).to_have_text(
+        ['→ calculator {"expression":"3 * 95 + 2 * 40"}', "← 3 * 95 + 2 * 40 = 365"]
+    )
+    page.reload()
+    expect(calls).to_have_count(2)
+    expect(calls.nth(1)).to_have_text("← 3 * 95 + 2 * 40 = 365")
     assert page.js_errors == []
 
 

@@ -143,3 +143,18 @@ def test_history_is_newest_first_and_paginated(client_alice, alice):
     second = client_alice.get(reverse("run_list") + "?page=2").content.decode()
     assert "task number 4" in second and "task number 0" in second
     assert len(runs) == 25
+
+
+def test_run_page_keeps_tool_calls_on_the_step_cards(client_alice, alice):
+    from planner_ui.services.runs import run_approve_plan
+    from tests.services.test_runs import drive
+
+    run = Run.objects.create(owner=alice, task="Compute 1500 * 0.2 + 75")
+    run_plan(run.pk)
+    run_approve_plan(run.pk)
+    drive(run)
+    body = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "→ calculator {&quot;expression&quot;:&quot;1500 * 0.2 + 75&quot;}" in body
+    assert "← 1500 * 0.2 + 75 = 375" in body
+    run.refresh_from_db()
+    assert f'data-seq="{run.last_event_seq}"' in body
