@@ -1,0 +1,71 @@
+"""What changed between two plan versions, step by step and edge by edge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .plan import Plan
+
+_FIELDS = ("title", "instruction", "role", "tools")
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    field: str
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True)
+class PlanDiff:
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[tuple[str, tuple[FieldChange, ...]], ...]
+    edges_added: tuple[tuple[str, str], ...]  # (depends_on, step_id)
+    edges_removed: tuple[tuple[str, str], ...]
+    goal_changed: tuple[str, str] | None
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self.added
+            or self.removed
+            or self.changed
+            or self.edges_added
+            or self.edges_removed
+            or self.goal_changed
+        )
+
+
+def _edges(plan: Plan) -> set[tuple[str, str]]:
+    return {(dep, s.id) for s in plan.steps for dep in s.depends_on}
+
+
+def plan_diff(old: Plan, new: Plan) -> PlanDiff:
+    old_steps = {s.id: s for s in old.steps}
+    new_steps = {s.id: s for s in new.steps}
+    changed = []
+    for step_id, step in new_steps.items():
+        before = old_steps.get(step_id)
+        if before is None:
+            continue
+        changes = []
+        for name in _FIELDS:
+            a, b = getattr(before, name), getattr(step, name)
+            if name == "tools":
+                # Granted tools are a set: their order carries no meaning.
+                a, b = sorted(a), sorted(b)
+            if a != b:
+                changes.append(FieldChange(name, a, b))
+        if changes:
+            changed.append((step_id, tuple(changes)))
+    old_edges, new_edges = _edges(old), _edges(new)
+    return PlanDiff(
+        added=tuple(i for i in new_steps if i not in old_steps),
+        removed=tuple(i for i in old_steps if i not in new_steps),
+        changed=tuple(changed),
+        edges_added=tuple(sorted(new_edges - old_edges)),
+        edges_removed=tuple(sorted(old_edges - new_edges)),
+        goal_changed=(old.goal, new.goal) if old.goal != new.goal else None,
+    )
