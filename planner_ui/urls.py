@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import runs
+from .views import plans, runs
 
 urlpatterns = [
     path("", runs.home, name="home"),
@@ -8,4 +8,8 @@ urlpatterns = [
     path("runs/new/", runs.run_new, name="run_new"),
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
     path("runs/<int:run_id>/approve/", runs.run_approve, name="run_approve"),
+    path("runs/<int:run_id>/plan/change/", plans.plan_change, name="plan_change"),
+    path("runs/<int:run_id>/plan/import/", plans.plan_import_view, name="plan_import"),
+    path("runs/<int:run_id>/plan/diff/", plans.plan_diff_view, name="plan_diff"),
+    path("runs/<int:run_id>/plan/v<int:number>.json", plans.plan_json, name="plan_json"),
 ]

@@ -45,7 +45,7 @@ def run_create(*, owner: AbstractBaseUser, task: str, auto_approve: bool = False
     return run
 
 
-def _steps_from_plan(run: Run, plan: Plan) -> None:
+def materialize_steps(run: Run, plan: Plan) -> None:
     """Materialize the plan's steps, plus the synthesizer that joins the plan's last steps."""
     run.steps.all().delete()
     deps = plan.dependencies()
@@ -102,7 +102,7 @@ def run_plan(run_id: int) -> None:
         version = PlanVersion.objects.create(
             run=run, number=1, author=PlanVersion.Author.PLANNER, plan=result.plan.model_dump()
         )
-        _steps_from_plan(run, result.plan)
+        materialize_steps(run, result.plan)
         run.move_to(RunStatus.AWAITING_PLAN_APPROVAL)
         run.save()
         event_append(
@@ -120,8 +120,12 @@ def run_plan(run_id: int) -> None:
         run_approve_plan(run_id)
 
 
-def run_approve_plan(run_id: int) -> Run:
-    """Approve the latest plan version and dispatch every step that is ready."""
+def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
+    """Approve the latest plan version and dispatch every step that is ready.
+
+    With `version_number`, approve exactly that version: if the plan changed since the person
+    looked at it, the approval is refused instead of running something they did not see."""
+    from .plans import PlanConflict
     from .steps import dispatch_ready_steps
 
     with transaction.atomic():
@@ -131,6 +135,8 @@ def run_approve_plan(run_id: int) -> Run:
                 f"This run is {run.get_status_display()}, so its plan cannot be approved now."
             )
         version = run.plan_versions.order_by("-number").first()
+        if version_number is not None and version_number != version.number:
+            raise PlanConflict(version_number, version.number)
         run.approved_plan = version
         run.move_to(RunStatus.RUNNING)
         run.started_at = timezone.now()

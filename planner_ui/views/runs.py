@@ -11,14 +11,19 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from planner_ui.core.edits import DependentsPolicy
 from planner_ui.core.errors import InvalidTransition
+from planner_ui.core.plan import ROLES
+from planner_ui.models import Run
 from planner_ui.selectors.runs import (
     run_get_for_user,
     run_graph,
     run_list_for_user,
     tool_calls_by_step,
 )
+from planner_ui.services.plans import PlanConflict
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
+from planner_ui.tools import tool_names
 
 RUNS_PER_PAGE = 20
 
@@ -75,31 +80,52 @@ def run_list(request: HttpRequest) -> HttpResponse:
     return render(request, "planner_ui/run_list.html", {"page": page})
 
 
-@login_required
-@require_GET
-def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = run_get_for_user(request.user, run_id)
+def render_run(
+    request: HttpRequest,
+    run: Run,
+    *,
+    fragment: bool = False,
+    notice: str = "",
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    """The run page, or only its live fragment (for htmx), with an optional outcome on top."""
     calls = tool_calls_by_step(run)
     steps = list(run.steps.all())
     for step in steps:
         step.calls = calls.get(step.step_id, [])
+    versions = list(run.plan_versions.all())
     context = {
         "run": run,
         "steps": steps,
         "graph": run_graph(run),
-        "versions": list(run.plan_versions.all()),
+        "versions": versions,
+        "current_version": versions[-1] if versions else None,
+        "roles": ROLES,
+        "tool_names": tool_names(),
+        "policies": [p.value for p in DependentsPolicy],
+        "notice": notice,
+        "error": error,
     }
+    template = "planner_ui/_run_main.html" if fragment else "planner_ui/run_detail.html"
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_GET
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
     # htmx asks for the live part alone when the plan or the run's status changes.
-    template = "planner_ui/_run_main.html" if request.htmx else "planner_ui/run_detail.html"
-    return render(request, template, context)
+    return render_run(request, run, fragment=bool(request.htmx))
 
 
 @login_required
 @require_POST
 def run_approve(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
+    version = request.POST.get("version")
     try:
-        run_approve_plan(run.pk)
-    except InvalidTransition as exc:
+        run_approve_plan(run.pk, int(version) if version and version.isdigit() else None)
+    except (InvalidTransition, PlanConflict) as exc:
         messages.error(request, str(exc))
     return redirect("run_detail", run_id=run.pk)

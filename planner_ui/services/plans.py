@@ -1,0 +1,106 @@
+"""Plan versions: a person's edits, undo, import; each saved change is a new immutable version.
+
+Every change names the version it was made against. A stale change (another tab or person saved
+first) is refused with PlanConflict, so nobody silently overwrites anybody."""
+
+from __future__ import annotations
+
+import json
+
+from django.db import transaction
+
+from planner_ui.core.edits import Edit, apply_edit, describe_edit
+from planner_ui.core.errors import AgentError, InvalidTransition, PlanValidationError
+from planner_ui.core.plan import Plan
+from planner_ui.core.status import RunStatus
+from planner_ui.core.validation import parse_plan_json, validate_plan
+from planner_ui.models import PlanVersion, Run
+from planner_ui.tools import tool_names
+
+from .events import event_append
+from .runs import materialize_steps
+
+
+class PlanConflict(AgentError):
+    """The plan changed since the person loaded it; `current` is the version to show instead."""
+
+    def __init__(self, base: int, current: int) -> None:
+        self.base = base
+        self.current = current
+        super().__init__(
+            f"The plan changed since you opened it: you edited version {base}, but version "
+            f"{current} is the current one now. Your change was not applied; here is the "
+            "current plan."
+        )
+
+
+def _lock_for_change(run_id: int, base_version: int) -> tuple[Run, PlanVersion]:
+    run = Run.objects.select_for_update().get(pk=run_id)
+    if run.status != RunStatus.AWAITING_PLAN_APPROVAL:
+        raise InvalidTransition(
+            f"This run is {run.get_status_display()}: a plan can only be changed before it is "
+            "approved."
+        )
+    current = run.plan_versions.order_by("-number").first()
+    if current is None:  # pragma: no cover - awaiting approval always has a plan
+        raise InvalidTransition("This run has no plan yet.")
+    if base_version != current.number:
+        raise PlanConflict(base_version, current.number)
+    return run, current
+
+
+def _save_version(run: Run, plan: Plan, author: str, note: str, number: int) -> PlanVersion:
+    version = PlanVersion.objects.create(
+        run=run, number=number, author=author, plan=plan.model_dump(), note=note
+    )
+    materialize_steps(run, plan)
+    event_append(
+        run.pk,
+        "plan.version",
+        {"number": number, "author": author, "note": note, "steps": len(plan.steps)},
+    )
+    return version
+
+
+def plan_edit(*, run_id: int, base_version: int, edit: Edit) -> PlanVersion:
+    """Apply one edit made against `base_version`; refused edits leave the plan as it was."""
+    with transaction.atomic():
+        run, current = _lock_for_change(run_id, base_version)
+        plan = Plan.model_validate(current.plan)
+        new_plan = apply_edit(plan, edit, known_tools=tool_names())
+        return _save_version(
+            run, new_plan, PlanVersion.Author.PERSON, describe_edit(edit), current.number + 1
+        )
+
+
+def plan_undo(*, run_id: int, base_version: int) -> PlanVersion:
+    """Undo the last change: a new version whose plan is the one before it."""
+    with transaction.atomic():
+        run, current = _lock_for_change(run_id, base_version)
+        if current.number == 1:
+            raise InvalidTransition("There is nothing to undo: this is the planner's first plan.")
+        previous = run.plan_versions.get(number=current.number - 1)
+        plan = Plan.model_validate(previous.plan)
+        return _save_version(
+            run,
+            plan,
+            PlanVersion.Author.PERSON,
+            f"undid version {current.number} (back to version {previous.number})",
+            current.number + 1,
+        )
+
+
+def plan_import(*, run_id: int, base_version: int, text: str) -> PlanVersion:
+    """Replace the plan with one given as JSON, validated like any other plan."""
+    if len(text) > 200_000:
+        raise PlanValidationError([f"the file is {len(text)} characters; at most 200000"])
+    with transaction.atomic():
+        run, current = _lock_for_change(run_id, base_version)
+        plan = validate_plan(parse_plan_json(text), known_tools=tool_names())
+        return _save_version(
+            run, plan, PlanVersion.Author.PERSON, "imported from JSON", current.number + 1
+        )
+
+
+def plan_export(version: PlanVersion) -> str:
+    return json.dumps(version.plan, indent=2, ensure_ascii=False) + "\n"

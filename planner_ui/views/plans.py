@@ -1,0 +1,184 @@
+"""Plan editing over plain forms: every edit works from the keyboard, with or without htmx.
+
+An htmx request gets the run's main fragment back (with the outcome on top); a plain form post
+is redirected to the run page with the outcome as a message."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from planner_ui.core.diff import plan_diff
+from planner_ui.core.edits import (
+    AddDependency,
+    AddStep,
+    DeleteStep,
+    DependentsPolicy,
+    Edit,
+    RemoveDependency,
+    UpdateStep,
+)
+from planner_ui.core.errors import InvalidTransition, PlanValidationError
+from planner_ui.core.plan import Plan
+from planner_ui.selectors.runs import run_get_for_user
+from planner_ui.services.plans import PlanConflict, plan_edit, plan_export, plan_import, plan_undo
+
+from .runs import render_run
+
+MAX_IMPORT_BYTES = 200_000
+
+
+class FormProblem(ValueError):
+    """The submitted form itself was incomplete or malformed."""
+
+
+def _field(data: QueryDict, name: str) -> str:
+    value = data.get(name)
+    if value is None:
+        raise FormProblem(f"the form has no '{name}' field")
+    return value
+
+
+def _edit_from_form(data: QueryDict) -> Edit:
+    op = data.get("op", "")
+    if op == "update":
+        return UpdateStep(
+            step_id=_field(data, "step_id"),
+            title=data.get("title"),
+            instruction=data.get("instruction"),
+            role=data.get("role"),
+            # Unticking every box is a real change, so the form says the list was shown.
+            tools=tuple(data.getlist("tools")) if "tools_shown" in data else None,
+        )
+    if op == "add":
+        return AddStep(
+            step_id=data.get("step_id", "").strip(),
+            title=_field(data, "title"),
+            instruction=_field(data, "instruction"),
+            role=_field(data, "role"),
+            tools=tuple(data.getlist("tools")),
+            depends_on=tuple(data.getlist("depends_on")),
+        )
+    if op == "delete":
+        try:
+            policy = DependentsPolicy(data.get("dependents", DependentsPolicy.RECONNECT))
+        except ValueError:
+            raise FormProblem(
+                "'dependents' must be one of " + ", ".join(p.value for p in DependentsPolicy)
+            ) from None
+        return DeleteStep(step_id=_field(data, "step_id"), dependents=policy)
+    if op == "add_dependency":
+        return AddDependency(step_id=_field(data, "step_id"), depends_on=_field(data, "depends_on"))
+    if op == "remove_dependency":
+        return RemoveDependency(
+            step_id=_field(data, "step_id"), depends_on=_field(data, "depends_on")
+        )
+    raise FormProblem(
+        f"unknown edit '{op}'; expected update, add, delete, add_dependency, "
+        "remove_dependency or undo"
+    )
+
+
+def _respond(
+    request: HttpRequest, run_id: int, *, notice: str = "", error: str = "", status: int = 200
+) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    if request.htmx:
+        return render_run(request, run, fragment=True, notice=notice, error=error, status=status)
+    if error:
+        messages.error(request, error)
+    elif notice:
+        messages.success(request, notice)
+    return redirect("run_detail", run_id=run_id)
+
+
+def _base_version(data: QueryDict) -> int:
+    try:
+        return int(_field(data, "base_version"))
+    except ValueError:
+        raise FormProblem("'base_version' must be a version number") from None
+
+
+@login_required
+@require_POST
+def plan_change(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    try:
+        base = _base_version(request.POST)
+        if request.POST.get("op") == "undo":
+            version = plan_undo(run_id=run.pk, base_version=base)
+        else:
+            version = plan_edit(
+                run_id=run.pk, base_version=base, edit=_edit_from_form(request.POST)
+            )
+    except PlanConflict as exc:
+        return _respond(request, run.pk, error=str(exc), status=409)
+    except InvalidTransition as exc:
+        return _respond(request, run.pk, error=str(exc), status=409)
+    except PlanValidationError as exc:
+        text = "The change was refused, and the plan is as it was: " + "; ".join(exc.errors)
+        return _respond(request, run.pk, error=text, status=400)
+    except FormProblem as exc:
+        return _respond(request, run.pk, error=f"The form was incomplete: {exc}.", status=400)
+    return _respond(request, run.pk, notice=f"Saved version {version.number}: {version.note}.")
+
+
+@login_required
+@require_POST
+def plan_import_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    upload = request.FILES.get("plan_file")
+    try:
+        base = _base_version(request.POST)
+        if upload is not None:
+            if upload.size > MAX_IMPORT_BYTES:
+                raise PlanValidationError(
+                    [f"the file is {upload.size} bytes; at most {MAX_IMPORT_BYTES}"]
+                )
+            text = upload.read().decode("utf-8", errors="replace")
+        else:
+            text = request.POST.get("plan_json", "")
+        if not text.strip():
+            raise FormProblem("choose a JSON file or paste a plan")
+        version = plan_import(run_id=run.pk, base_version=base, text=text)
+    except (PlanConflict, InvalidTransition) as exc:
+        return _respond(request, run.pk, error=str(exc), status=409)
+    except PlanValidationError as exc:
+        text = "The imported plan was refused, and the plan is as it was: " + "; ".join(exc.errors)
+        return _respond(request, run.pk, error=text, status=400)
+    except FormProblem as exc:
+        return _respond(request, run.pk, error=f"The form was incomplete: {exc}.", status=400)
+    return _respond(request, run.pk, notice=f"Saved version {version.number}: {version.note}.")
+
+
+@login_required
+@require_GET
+def plan_json(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    version = get_object_or_404(run.plan_versions, number=number)
+    response = HttpResponse(plan_export(version), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-plan-v{number}.json"'
+    return response
+
+
+@login_required
+@require_GET
+def plan_diff_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    versions = {v.number: v for v in run.plan_versions.all()}
+    try:
+        a, b = int(request.GET.get("from", "")), int(request.GET.get("to", ""))
+        old, new = versions[a], versions[b]
+    except (ValueError, KeyError):
+        numbers = ", ".join(str(n) for n in versions) or "none"
+        return HttpResponse(
+            f"Choose two versions of this plan to compare; it has: {numbers}.",
+            status=400,
+            content_type="text/plain; charset=utf-8",
+        )
+    diff = plan_diff(Plan.model_validate(old.plan), Plan.model_validate(new.plan))
+    template = "planner_ui/_plan_diff.html" if request.htmx else "planner_ui/plan_diff.html"
+    return render(request, template, {"run": run, "old": old, "new": new, "diff": diff})

@@ -1,0 +1,80 @@
+"""Editing a plan in the browser, from the keyboard-friendly forms: rename, add and connect a
+step, a refused cycle, the diff, approval of exactly the edited version, and proof that the
+executor worked from the edited instruction."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from planner_ui.models import Run, RunEvent
+from tests.browser.test_run_flow import login
+
+pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+
+
+def test_edit_the_plan_then_run_the_edited_version(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("erin", "pw-for-tests-4")
+    login(page, daphne_url, "erin", "pw-for-tests-4")
+    page.fill("#id_task", "Research the history of tea, then write a short summary")
+    page.click("#task-form button[type=submit]")
+    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    page.evaluate("window.__notReloaded = true")
+
+    # Rename a step and reword its instruction.
+    card = page.locator("#step-write-short-summary")
+    card.locator("summary", has_text="Edit step").click()
+    card.get_by_label("Title").fill("Write a tea haiku")
+    card.get_by_label("Instruction").fill("Write a haiku about the history of tea.")
+    card.get_by_role("button", name="Save step").click()
+    expect(page.locator("#plan-notice")).to_contain_text("Saved version 2")
+    expect(page.locator("#step-write-short-summary .step-title")).to_have_text("Write a tea haiku")
+
+    # Add a step after the research, then make the haiku wait for it too.
+    page.locator("#add-step summary").click()
+    page.fill("#new-title", "Check dates")
+    page.fill("#new-instruction", "Check the dates in the research.")
+    page.select_option("#new-role", "critic")
+    page.select_option("#new-deps", ["research-history-tea"])
+    page.get_by_role("button", name="Add step").click()
+    expect(page.locator("#plan-notice")).to_contain_text("Saved version 3")
+    expect(page.locator("#step-check-dates")).to_be_visible()
+    card = page.locator("#step-write-short-summary")
+    card.locator("summary", has_text="Edit step").click()
+    card.locator("select[name=depends_on]").select_option("check-dates")
+    card.get_by_role("button", name="Add dependency").click()
+    expect(page.locator("#plan-notice")).to_contain_text("Saved version 4")
+    assert page.evaluate("window.planGraph.cy.edges().length") == 4
+
+    # A cycle is refused, named, and changes nothing.
+    card = page.locator("#step-research-history-tea")
+    card.locator("summary", has_text="Edit step").click()
+    card.locator("select[name=depends_on]").select_option("write-short-summary")
+    card.get_by_role("button", name="Add dependency").click()
+    expect(page.locator("#plan-notice")).to_contain_text("would create a cycle")
+    run = Run.objects.get()
+    assert run.plan_versions.count() == 4
+
+    # The diff between the planner's version and the current one.
+    page.select_option("#diff-from", "1")
+    page.select_option("#diff-to", "4")
+    page.get_by_role("button", name="Show changes").click()
+    diff = page.locator("#plan-diff")
+    expect(diff).to_contain_text("Steps added: check-dates")
+    expect(diff).to_contain_text("Write a tea haiku")
+    expect(diff).to_contain_text("check-dates → write-short-summary")
+    assert page.evaluate("window.__notReloaded === true"), "editing should not reload the page"
+
+    page.click("#approve-plan")
+    expect(page.locator("#result")).to_be_visible(timeout=90_000)
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.approved_plan.number == 4
+    # The executor was asked with the edited instruction: it is in the request it answered.
+    haiku = run.steps.get(step_id="write-short-summary")
+    assert haiku.instruction == "Write a haiku about the history of tea."
+    assert "haiku about the history of tea" in haiku.output.lower()
+    check = run.steps.get(step_id="check-dates")
+    assert check.finished_at <= haiku.started_at
+    assert RunEvent.objects.filter(run=run, type="step.succeeded", step_id="check-dates").exists()

@@ -1,0 +1,186 @@
+"""The plan editor's forms over HTTP: htmx partials, plain posts, refusals, conflicts, diffs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from planner_ui.models import Run
+from planner_ui.services.runs import run_plan
+
+pytestmark = pytest.mark.django_db
+
+TASK = "Research the history of tea, then write a short summary"
+
+
+@pytest.fixture
+def alice(make_user):
+    return make_user("alice")
+
+
+@pytest.fixture
+def client_alice(alice) -> Client:
+    c = Client()
+    c.force_login(alice)
+    return c
+
+
+@pytest.fixture
+def run(alice):
+    run = Run.objects.create(owner=alice, task=TASK)
+    run_plan(run.pk)
+    return run
+
+
+def change(client, run, htmx=True, **data):
+    data.setdefault("base_version", "1")
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+    return client.post(reverse("plan_change", args=[run.pk]), data, **headers)
+
+
+def test_the_page_offers_edit_forms_before_approval(client_alice, run):
+    body = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert body.count('name="op" value="update"') == 2  # not for the synthesizer
+    assert 'name="op" value="add"' in body and 'name="op" value="delete"' in body
+    assert 'name="version" value="1"' in body
+
+
+def test_rename_via_htmx_returns_the_fragment_with_the_outcome(client_alice, run):
+    response = change(
+        client_alice, run, op="update", step_id="write-short-summary", title="Write a haiku"
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "Saved version 2:" in body and 'hx-swap-oob="true"' in body
+    assert "Write a haiku" in body and "<html" not in body
+    assert run.steps.get(step_id="write-short-summary").title == "Write a haiku"
+
+
+def test_plain_post_redirects_with_a_message(client_alice, run):
+    response = change(
+        client_alice, run, htmx=False, op="update", step_id="write-short-summary", title="Plain"
+    )
+    assert response.status_code == 302
+    page = client_alice.get(response["Location"]).content.decode()
+    assert "Saved version 2:" in page
+
+
+def test_a_cycle_is_refused_with_the_problem_named(client_alice, run):
+    response = change(
+        client_alice,
+        run,
+        op="add_dependency",
+        step_id="research-history-tea",
+        depends_on="write-short-summary",
+    )
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "The change was refused, and the plan is as it was:" in body
+    assert "would create a cycle" in body
+    assert run.plan_versions.count() == 1
+
+
+def test_unticking_every_tool_is_a_real_change(client_alice, run):
+    change(
+        client_alice,
+        run,
+        op="update",
+        step_id="research-history-tea",
+        tools_shown="1",
+        tools=["calculator"],
+    )
+    assert run.steps.get(step_id="research-history-tea").tools == ["calculator"]
+    change(
+        client_alice,
+        run,
+        base_version="2",
+        op="update",
+        step_id="research-history-tea",
+        tools_shown="1",
+    )
+    assert run.steps.get(step_id="research-history-tea").tools == []
+
+
+def test_an_unknown_tool_from_a_forged_form_is_refused(client_alice, run):
+    response = change(
+        client_alice,
+        run,
+        op="update",
+        step_id="research-history-tea",
+        tools_shown="1",
+        tools=["shell_rm"],
+    )
+    assert response.status_code == 400
+    assert "unknown tool &#x27;shell_rm&#x27;" in response.content.decode()
+
+
+def test_a_stale_tab_gets_a_conflict_and_the_current_plan(client_alice, run):
+    change(client_alice, run, op="update", step_id="write-short-summary", title="From tab one")
+    response = change(
+        client_alice, run, op="update", step_id="write-short-summary", title="From tab two"
+    )
+    body = response.content.decode()
+    assert response.status_code == 409
+    assert "The plan changed since you opened it" in body
+    assert "From tab one" in body and 'name="base_version" value="2"' in body
+    assert run.steps.get(step_id="write-short-summary").title == "From tab one"
+
+
+def test_malformed_forms_get_a_clear_error(client_alice, run):
+    response = change(client_alice, run, op="explode")
+    assert response.status_code == 400
+    assert "The form was incomplete: unknown edit &#x27;explode&#x27;" in response.content.decode()
+    response = change(client_alice, run, base_version="x", op="undo")
+    assert "&#x27;base_version&#x27; must be a version number" in response.content.decode()
+
+
+def test_diff_between_versions(client_alice, run):
+    change(
+        client_alice,
+        run,
+        op="add",
+        title="Check facts",
+        instruction="Check them.",
+        role="critic",
+        depends_on=["research-history-tea"],
+    )
+    url = reverse("plan_diff", args=[run.pk]) + "?from=1&to=2"
+    body = client_alice.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "Steps added: <code>check-facts</code>" in body
+    assert "research-history-tea → check-facts" in body
+    bad = client_alice.get(reverse("plan_diff", args=[run.pk]) + "?from=1&to=9")
+    assert bad.status_code == 400 and "it has: 1, 2" in bad.content.decode()
+
+
+def test_export_and_import(client_alice, run):
+    exported = client_alice.get(reverse("plan_json", args=[run.pk, 1]))
+    assert exported["Content-Disposition"] == f'attachment; filename="run-{run.pk}-plan-v1.json"'
+    data = json.loads(exported.content)
+    data["goal"] = "Imported"
+    response = client_alice.post(
+        reverse("plan_import", args=[run.pk]),
+        {"base_version": "1", "plan_json": json.dumps(data)},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200 and "imported from JSON" in response.content.decode()
+    bad = client_alice.post(
+        reverse("plan_import", args=[run.pk]),
+        {"base_version": "2", "plan_json": '{"steps": []}'},
+        HTTP_HX_REQUEST="true",
+    )
+    assert bad.status_code == 400 and "the plan has no steps" in bad.content.decode()
+
+
+def test_another_user_can_neither_edit_nor_read_the_plan(run, make_user):
+    mallory = Client()
+    mallory.force_login(make_user("mallory"))
+    assert (
+        change(mallory, run, op="update", step_id="write-short-summary", title="pwned").status_code
+        == 404
+    )
+    assert mallory.get(reverse("plan_json", args=[run.pk, 1])).status_code == 404
+    assert mallory.get(reverse("plan_diff", args=[run.pk]) + "?from=1&to=1").status_code == 404
+    assert run.plan_versions.count() == 1
