@@ -41,6 +41,9 @@
       }},
       {selector: "node[role = 'synthesizer']", style: {"border-style": "double", "border-width": 5, "shape": "round-hexagon"}},
       {selector: "node:selected", style: {"overlay-color": "#3656d6", "overlay-opacity": 0.12, "overlay-padding": 6}},
+      {selector: ".eh-handle", style: {"background-color": "#3656d6", "width": 10, "height": 10, "shape": "ellipse", "border-width": 0}},
+      {selector: ".eh-ghost-edge, edge.eh-preview", style: {"line-color": "#3656d6", "target-arrow-color": "#3656d6", "line-style": "dashed"}},
+      {selector: ".eh-hover", style: {"border-color": "#3656d6", "border-width": 4}},
       {selector: "edge", style: {
         "width": 1.6, "line-color": "#98a2b3", "target-arrow-color": "#98a2b3",
         "target-arrow-shape": "triangle", "curve-style": "bezier", "arrow-scale": 1.1,
@@ -56,7 +59,34 @@
     return rules;
   }
 
-  function mount(container, data) {
+  // Editing: drag from one step onto another to make the second wait for the first; click an
+  // arrow to remove it. The graph only proposes; the page asks the server, which decides.
+  function enableEditing(cy, container) {
+    if (typeof cy.edgehandles !== "function") return null;
+    const eh = cy.edgehandles({
+      canConnect(source, target) {
+        if (source.same(target) || source.data("role") === "synthesizer" || target.data("role") === "synthesizer") return false;
+        if (source.edgesTo(target).nonempty()) return false;
+        return !target.successors().contains(source);  // would close a cycle
+      },
+      edgeParams(source, target) { return {data: {source: source.id(), target: target.id()}}; },
+      snap: true,
+      noEdgeEventsInDraw: true,
+      disableBrowserGestures: true,
+    });
+    eh.enableDrawMode();
+    cy.on("ehcomplete", (evt, source, target, edge) => {
+      edge.remove();  // the new arrow appears when the server has saved it
+      container.dispatchEvent(new CustomEvent("plangraph:connect", {detail: {source: source.id(), target: target.id()}}));
+    });
+    cy.on("tap", "edge", (evt) => {
+      const e = evt.target;
+      container.dispatchEvent(new CustomEvent("plangraph:disconnect", {detail: {source: e.source().id(), target: e.target().id()}}));
+    });
+    return eh;
+  }
+
+  function mount(container, data, options) {
     const cy = window.cytoscape({
       container: container,
       elements: elements(data),
@@ -68,6 +98,7 @@
       autoungrabify: true,
       boxSelectionEnabled: false,
     });
+    const eh = options && options.editable ? enableEditing(cy, container) : null;
     cy.on("tap", "node", (evt) => {
       container.dispatchEvent(new CustomEvent("plangraph:select", {detail: {stepId: evt.target.id()}}));
     });
@@ -84,7 +115,8 @@
       },
       fit() { cy.fit(undefined, 24); },
       status(stepId) { const n = cy.getElementById(stepId); return n.nonempty() ? n.data("status") : null; },
-      destroy() { cy.destroy(); },
+      editable: eh !== null,
+      destroy() { if (eh) eh.destroy(); cy.destroy(); },
     };
   }
 

@@ -24,13 +24,33 @@
     const el = document.getElementById("plan-graph");
     if (graph) { graph.destroy(); graph = null; }
     if (!data || !el || !window.PlanGraph) return;
-    graph = window.PlanGraph.mount(el, JSON.parse(data.textContent));
+    const header = document.getElementById("run-header");
+    const editable = header && header.dataset.status === "awaiting_plan_approval";
+    graph = window.PlanGraph.mount(el, JSON.parse(data.textContent), {editable: editable});
     window.planGraph = graph;  // for the browser tests and the curious
     const fit = document.getElementById("plan-graph-fit");
     if (fit) fit.addEventListener("click", () => graph.fit());
+    el.addEventListener("plangraph:connect", (e) => {
+      postChange({op: "add_dependency", step_id: e.detail.target, depends_on: e.detail.source});
+    });
+    el.addEventListener("plangraph:disconnect", (e) => {
+      if (window.confirm("Remove the dependency " + e.detail.source + " → " + e.detail.target + "?")) {
+        postChange({op: "remove_dependency", step_id: e.detail.target, depends_on: e.detail.source});
+      }
+    });
     el.addEventListener("plangraph:select", (e) => {
       const card = document.getElementById("step-" + e.detail.stepId);
       if (card) card.scrollIntoView({behavior: "smooth", block: "center"});
+    });
+  }
+
+  // Graph edits go through the same endpoint as the forms, against the version on screen.
+  function postChange(values) {
+    const header = document.getElementById("run-header");
+    values.base_version = header ? header.dataset.version : "0";
+    htmx.ajax("POST", page.dataset.changeUrl, {
+      target: "#run-main", swap: "innerHTML", values: values,
+      headers: {"X-CSRFToken": page.dataset.csrf},
     });
   }
 

@@ -78,3 +78,54 @@ def test_edit_the_plan_then_run_the_edited_version(
     check = run.steps.get(step_id="check-dates")
     assert check.finished_at <= haiku.started_at
     assert RunEvent.objects.filter(run=run, type="step.succeeded", step_id="check-dates").exists()
+
+
+def _node_point(page, step_id: str) -> tuple[float, float]:
+    box = page.locator("#plan-graph").bounding_box()
+    pos = page.evaluate(f"window.planGraph.cy.getElementById('{step_id}').renderedPosition()")
+    return box["x"] + pos["x"], box["y"] + pos["y"]
+
+
+def _drag(page, source: str, target: str) -> None:
+    x1, y1 = _node_point(page, source)
+    x2, y2 = _node_point(page, target)
+    page.mouse.move(x1, y1)
+    page.mouse.down()
+    page.mouse.move((x1 + x2) / 2, (y1 + y2) / 2, steps=8)
+    page.mouse.move(x2, y2, steps=8)
+    page.mouse.up()
+
+
+def test_connect_by_dragging_and_remove_by_clicking_in_the_graph(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("fay", "pw-for-tests-5")
+    login(page, daphne_url, "fay", "pw-for-tests-5")
+    page.fill("#id_task", "1. Research tea\n2. Research coffee\n3. Research mate")
+    page.click("#task-form button[type=submit]")
+    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    run = Run.objects.get()
+    deps = {s.step_id: list(s.depends_on) for s in run.steps.exclude(role="synthesizer")}
+    roots = [sid for sid, d in deps.items() if not d]
+    assert len(roots) >= 2
+    first, second = roots[0], roots[1]
+
+    _drag(page, first, second)
+    expect(page.locator("#plan-notice")).to_contain_text(f"added dependency {first} → {second}")
+    assert run.steps.get(step_id=second).depends_on == [first]
+    edge_id = f"{first}->{second}"
+    expect(page.locator("#plan-notice")).to_contain_text("Saved version 2")
+    assert page.evaluate(f"window.planGraph.cy.getElementById('{edge_id}').nonempty()")
+
+    # Dragging back would close a cycle: the graph refuses to draw it, nothing is sent.
+    _drag(page, second, first)
+    page.wait_for_timeout(500)
+    assert run.plan_versions.count() == 2
+
+    # Click the arrow, confirm, and it is gone.
+    page.once("dialog", lambda dialog: dialog.accept())
+    mid = page.evaluate(f"window.planGraph.cy.getElementById('{edge_id}').renderedMidpoint()")
+    box = page.locator("#plan-graph").bounding_box()
+    page.mouse.click(box["x"] + mid["x"], box["y"] + mid["y"])
+    expect(page.locator("#plan-notice")).to_contain_text(f"removed dependency {first} → {second}")
+    assert run.steps.get(step_id=second).depends_on == []
