@@ -174,3 +174,33 @@ class RunEvent(models.Model):
             "payload": self.payload,
             "at": self.created_at.isoformat(),
         }
+
+
+class PlanProposal(models.Model):
+    """A revision the planner made on a person's request, waiting to be accepted or discarded.
+
+    Kept apart from PlanVersion so that versions stay the immutable record of what was adopted.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        READY = "ready"
+        FAILED = "failed"
+        ACCEPTED = "accepted"
+        DISCARDED = "discarded"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="proposals")
+    base_version = models.PositiveIntegerField()
+    note = models.TextField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    plan = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    model = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"proposal {self.pk} for run {self.run_id} ({self.state})"

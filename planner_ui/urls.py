@@ -9,6 +9,7 @@ urlpatterns = [
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
     path("runs/<int:run_id>/approve/", runs.run_approve, name="run_approve"),
     path("runs/<int:run_id>/plan/change/", plans.plan_change, name="plan_change"),
+    path("runs/<int:run_id>/plan/revision/", plans.plan_revision, name="plan_revision"),
     path("runs/<int:run_id>/plan/import/", plans.plan_import_view, name="plan_import"),
     path("runs/<int:run_id>/plan/diff/", plans.plan_diff_view, name="plan_diff"),
     path("runs/<int:run_id>/plan/v<int:number>.json", plans.plan_json, name="plan_json"),

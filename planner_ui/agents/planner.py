@@ -10,7 +10,7 @@ from planner_ui.core.plan import Plan, plan_json_schema
 from planner_ui.core.validation import parse_plan_json, validate_plan
 from planner_ui.providers.base import ModelRequest, Provider, ToolSpec, Usage
 
-from .prompts import PLANNER_SYSTEM, planner_message
+from .prompts import PLANNER_SYSTEM, planner_message, revision_message
 
 
 @dataclass
@@ -32,11 +32,17 @@ class PlanningResult:
 
 
 def make_plan(
-    provider: Provider, task: str, tools: Collection[ToolSpec], *, max_attempts: int = 2
+    provider: Provider,
+    task: str,
+    tools: Collection[ToolSpec],
+    *,
+    max_attempts: int = 2,
+    first_message: str | None = None,
 ) -> PlanningResult:
     """Ask for a plan; if it fails validation, ask once more with the errors. Never guesses."""
     known = {spec.name for spec in tools}
-    messages: list[dict] = [{"role": "user", "content": planner_message(task, tools)}]
+    content = first_message or planner_message(task, tools)
+    messages: list[dict] = [{"role": "user", "content": content}]
     attempts: list[PlanAttempt] = []
     model = provider.label
     for _ in range(max_attempts):
@@ -67,3 +73,11 @@ def make_plan(
         attempts.append(PlanAttempt(reply.text, reply.usage, []))
         return PlanningResult(plan, attempts, model)
     return PlanningResult(None, attempts, model)
+
+
+def revise_plan(
+    provider: Provider, task: str, tools: Collection[ToolSpec], current: Plan, note: str
+) -> PlanningResult:
+    """A revised plan on a person's request, validated and repaired like a first plan."""
+    message = revision_message(task, tools, current.model_dump_json(indent=2), note)
+    return make_plan(provider, task, tools, first_message=message)

@@ -86,3 +86,17 @@ def executor_message(instruction: str, context: Iterable[tuple[str, str, str]]) 
         text += "\n\nOutputs of the steps this one depends on:\n<context>\n"
         text += "\n".join(blocks) + "\n</context>"
     return text
+
+
+def revision_message(
+    task: str, tools: Iterable[ToolSpec], current_plan_json: str, note: str
+) -> str:
+    """Ask for a revised plan: the current plan and the person's request come along."""
+    return (
+        f"{planner_message(task, tools)}\n\nThe current plan:\n<current_plan>\n"
+        f"{escape(current_plan_json, quote=False)}\n</current_plan>\n\n"
+        "The person reviewing the plan asks for this revision (they own the task; follow it "
+        "where it is compatible with the task):\n"
+        f"<revision_request>\n{escape(note, quote=False)}\n</revision_request>\n"
+        "Reply with the whole revised plan as one JSON object. Keep the ids of steps you keep."
+    )

@@ -1494,6 +1494,11 @@ class OfflineProvider(Provider):
         if not task.strip():
             raise ProviderError("offline planner: the <task> block is empty")
         tools = _tool_names(_block(content, "tools") or "")
+        # Offline, a revision request is read as more of the task: 'and mate' adds a branch.
+        revision = (_block(content, "revision_request") or "").strip()
+        if revision:
+            joiner = " " if revision[:1].islower() or revision.lower().startswith("and ") else ". "
+            task = task.strip().rstrip(".") + joiner + revision
         return json.dumps(_PlanBuilder(task.strip(), tools).build(), ensure_ascii=False, indent=2)
 
     def _execute(self, request: ModelRequest, role: str) -> ModelReply:

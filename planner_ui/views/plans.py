@@ -23,8 +23,10 @@ from planner_ui.core.edits import (
 )
 from planner_ui.core.errors import InvalidTransition, PlanValidationError
 from planner_ui.core.plan import Plan
+from planner_ui.models import PlanProposal
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.services.plans import PlanConflict, plan_edit, plan_export, plan_import, plan_undo
+from planner_ui.services.proposals import proposal_accept, proposal_discard, proposal_request
 
 from .runs import render_run
 
@@ -182,3 +184,38 @@ def plan_diff_view(request: HttpRequest, run_id: int) -> HttpResponse:
     diff = plan_diff(Plan.model_validate(old.plan), Plan.model_validate(new.plan))
     template = "planner_ui/_plan_diff.html" if request.htmx else "planner_ui/plan_diff.html"
     return render(request, template, {"run": run, "old": old, "new": new, "diff": diff})
+
+
+@login_required
+@require_POST
+def plan_revision(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Ask the planner for a revision, or accept or discard the one it proposed."""
+    run = run_get_for_user(request.user, run_id)
+    action = request.POST.get("action", "")
+    try:
+        if action == "request":
+            proposal_request(
+                run_id=run.pk,
+                base_version=_base_version(request.POST),
+                note=request.POST.get("note", ""),
+            )
+            notice = "The planner is revising the plan; its proposal will appear here."
+        elif action in ("accept", "discard"):
+            proposal_id = int(_field(request.POST, "proposal"))
+            if action == "accept":
+                version = proposal_accept(run_id=run.pk, proposal_id=proposal_id)
+                notice = f"Saved version {version.number}: {version.note}."
+            else:
+                proposal_discard(run_id=run.pk, proposal_id=proposal_id)
+                notice = "Discarded the planner's proposal; the plan is as it was."
+        else:
+            raise FormProblem("'action' must be request, accept or discard")
+    except (PlanConflict, InvalidTransition) as exc:
+        return _respond(request, run.pk, error=str(exc), status=409)
+    except (FormProblem, ValueError) as exc:
+        return _respond(request, run.pk, error=f"The form was incomplete: {exc}.", status=400)
+    except PlanProposal.DoesNotExist:
+        return _respond(
+            request, run.pk, error="There is no such proposal for this run.", status=400
+        )
+    return _respond(request, run.pk, notice=notice)

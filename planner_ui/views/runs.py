@@ -11,9 +11,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from planner_ui.core.diff import plan_diff
 from planner_ui.core.edits import DependentsPolicy
 from planner_ui.core.errors import InvalidTransition
-from planner_ui.core.plan import ROLES
+from planner_ui.core.plan import ROLES, Plan
 from planner_ui.models import Run
 from planner_ui.selectors.runs import (
     run_get_for_user,
@@ -95,6 +96,12 @@ def render_run(
     for step in steps:
         step.calls = calls.get(step.step_id, [])
     versions = list(run.plan_versions.all())
+    proposal = run.proposals.exclude(state__in=["accepted", "discarded"]).first()
+    proposal_diff = None
+    if proposal is not None and proposal.plan is not None and versions:
+        proposal_diff = plan_diff(
+            Plan.model_validate(versions[-1].plan), Plan.model_validate(proposal.plan)
+        )
     context = {
         "run": run,
         "steps": steps,
@@ -104,6 +111,8 @@ def render_run(
         "roles": ROLES,
         "tool_names": tool_names(),
         "policies": [p.value for p in DependentsPolicy],
+        "proposal": proposal,
+        "proposal_diff": proposal_diff,
         "notice": notice,
         "error": error,
     }

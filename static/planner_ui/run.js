@@ -92,6 +92,9 @@
     switch (ev.type) {
       case "run.status": return "run is " + p.status.replace(/_/g, " ") + (p.error ? ": " + p.error : "");
       case "plan.version": return "plan version " + p.number + " by the " + p.author + " (" + p.model + "), " + p.steps + " steps";
+      case "plan.revision_requested": return "revision requested: " + p.note;
+      case "plan.revision_ready": return "the planner's revision is " + p.state + (p.error ? ": " + p.error : "");
+      case "plan.revision_discarded": return "the planner's revision was discarded";
       case "plan.invalid": return "plan attempt " + p.attempt + " was invalid: " + p.errors.join("; ");
       case "plan.approved": return "plan version " + p.number + " approved";
       case "step.queued": return "queued";
@@ -162,6 +165,7 @@
         break;
       case "plan.version":
       case "plan.approved":
+      case "plan.revision_ready":
       case "run.status":
         refreshMain();
         break;

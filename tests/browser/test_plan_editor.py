@@ -129,3 +129,22 @@ def test_connect_by_dragging_and_remove_by_clicking_in_the_graph(
     page.mouse.click(box["x"] + mid["x"], box["y"] + mid["y"])
     expect(page.locator("#plan-notice")).to_contain_text(f"removed dependency {first} → {second}")
     assert run.steps.get(step_id=second).depends_on == []
+
+
+def test_ask_the_planner_to_revise_then_accept(page, daphne_url, celery_worker_process, make_user):
+    make_user("gus", "pw-for-tests-6")
+    login(page, daphne_url, "gus", "pw-for-tests-6")
+    page.fill("#id_task", "Research tea and coffee")
+    page.click("#task-form button[type=submit]")
+    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    page.locator("summary", has_text="Ask the planner to revise").click()
+    page.fill("#revision-note", "and mate")
+    page.click("#request-revision")
+    # The proposal arrives over the WebSocket, as a diff to accept or discard.
+    expect(page.locator("#plan-proposal")).to_contain_text(
+        "Steps added: research-mate", timeout=30_000
+    )
+    page.click("#accept-proposal")
+    expect(page.locator("#plan-notice")).to_contain_text("Saved version 2: revised on request")
+    expect(page.locator("#step-research-mate")).to_be_visible()
+    expect(page.locator("#version-2")).to_contain_text("by the planner")
