@@ -1,21 +1,32 @@
 # The one entry point: `make run` starts the app, `make test` runs every test.
 SHELL := /bin/bash
+# Python 3.11 for the virtualenv: python3.11, else python3 when it is 3.11 (PYTHON=... overrides).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+IS_311 := import sys; sys.exit(sys.version_info[:2] != (3, 11))
 
 .PHONY: run test test-postgres lint format clean
 
+# Re-installs when pyproject.toml changes; re-creates a virtualenv of another Python version.
 $(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "agentsite needs Python 3.11; set PYTHON=/path/to/python3.11")'
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@if [ -z "$(PYTHON)" ] || ! "$(PYTHON)" -c '$(IS_311)' 2>/dev/null; then \
+	  echo "agentsite needs Python 3.11 and $(or $(PYTHON),no python3) is not: install python3.11" \
+	    "(e.g. sudo apt-get install python3.11 python3.11-venv) or set PYTHON=/path/to/python3.11" >&2; \
+	  exit 1; \
+	fi
+	@if [ -e $(PY) ] && ! $(PY) -c '$(IS_311)' 2>/dev/null; then \
+	  echo "$(VENV) is not a working Python 3.11 virtualenv: re-creating it"; rm -rf $(VENV); \
+	fi
+	test -x $(PY) || "$(PYTHON)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The app on its embedded defaults; RUN_ARGS="--port 8001 --concurrency 2" passes options on.
 run: $(STAMP)
-	$(PY) -m agentsite.launcher $(RUN_ARGS)
+	exec $(PY) -m agentsite.launcher $(RUN_ARGS)
 
 # Every test on the embedded defaults (SQLite, embedded Redis), then the database tests again on
 # PostgreSQL when one answers (TEST_POSTGRES_URL, default the local server). pytest's exit code 5
@@ -25,7 +36,7 @@ TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/agentsite
 test: $(STAMP)
 	./scripts/ensure-chromium.sh
 	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose"; exit 1; fi; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose" >&2; exit 1; fi; \
 	exit $$rc
 	@$(MAKE) --no-print-directory test-postgres
 
