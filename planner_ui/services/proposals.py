@@ -14,6 +14,7 @@ from planner_ui.tools import REGISTRY
 
 from .events import event_append
 from .plans import _lock_for_change, _save_version
+from .queue import enqueue_on_commit
 
 MAX_NOTE_CHARS = 2000
 
@@ -34,7 +35,7 @@ def proposal_request(*, run_id: int, base_version: int, note: str) -> PlanPropos
             raise InvalidTransition("The planner is already working on a revision.")
         proposal = PlanProposal.objects.create(run=run, base_version=current.number, note=note)
         event_append(run_id, "plan.revision_requested", {"proposal": proposal.pk, "note": note})
-        transaction.on_commit(lambda: revise_plan_task.delay(proposal.pk))
+        enqueue_on_commit(run_id, revise_plan_task, proposal.pk)
     return proposal
 
 

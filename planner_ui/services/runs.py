@@ -19,6 +19,7 @@ from planner_ui.providers import provider_for
 from planner_ui.tools import REGISTRY
 
 from .events import event_append
+from .queue import enqueue_on_commit
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ def run_create(*, owner: AbstractBaseUser, task: str, auto_approve: bool = False
     with transaction.atomic():
         run = Run.objects.create(owner=owner, task=task, auto_approve=auto_approve)
         event_append(run.pk, "run.status", {"status": run.status})
-        transaction.on_commit(lambda: plan_run.delay(run.pk))
+        enqueue_on_commit(run.pk, plan_run, run.pk)
     return run
 
 

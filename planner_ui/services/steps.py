@@ -20,6 +20,7 @@ from planner_ui.providers import provider_for
 from planner_ui.tools import ToolContext
 
 from .events import event_append
+from .queue import enqueue_on_commit
 from .runs import run_finish_if_done
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def dispatch_ready_steps(run: Run) -> list[str]:
             status=StepStatus.QUEUED
         ):
             event_append(run.pk, "step.queued", step_id=step_id)
-            transaction.on_commit(lambda sid=step_id: execute_step.delay(run.pk, sid))
+            enqueue_on_commit(run.pk, execute_step, run.pk, step_id)
     return ready
 
 

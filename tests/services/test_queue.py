@@ -1,0 +1,33 @@
+"""When the task queue is unreachable, the run says so instead of waiting forever."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentsite.celery import app
+from planner_ui.core.status import RunStatus
+from planner_ui.models import Run
+from planner_ui.services.runs import run_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def dead_broker(tmp_path):
+    """Point this process's Celery producer at a socket nothing listens on."""
+    original = app.conf.broker_url
+    app.conf.broker_url = f"redis+socket://{tmp_path / 'nothing.sock'}"
+    app.pool.force_close_all()
+    app._pool = None
+    yield
+    app.conf.broker_url = original
+    app._pool = None
+
+
+def test_an_unreachable_queue_fails_the_run_with_a_reason(make_user, dead_broker):
+    run = run_create(owner=make_user(), task="Research tea")
+    run = Run.objects.get(pk=run.pk)
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith("Could not hand the work to a worker: the task queue at REDIS_URL")
+    assert "Start Redis and the workers (`make run` does both)" in run.error
+    assert run.events.filter(type="run.status", payload__status="failed").exists()
