@@ -14,6 +14,10 @@ class PlanValidationError(AgentError):
         self.errors = errors
         super().__init__("invalid plan: " + "; ".join(errors))
 
+    def __reduce__(self) -> tuple:
+        # args hold the message, not the list: rebuild from the list when unpickled.
+        return (type(self), (self.errors,))
+
 
 class InvalidTransition(AgentError):
     """A run or step was asked to move to a status its current one does not allow."""

@@ -22,6 +22,8 @@
   function mountGraph() {
     const data = document.getElementById("plan-graph-data");
     const el = document.getElementById("plan-graph");
+    // afterSwap fires again for out-of-band parts of the same response: mount once per element.
+    if (graph && el && graph.cy.container() === el) return;
     if (graph) { graph.destroy(); graph = null; }
     if (!data || !el || !window.PlanGraph) return;
     const header = document.getElementById("run-header");
@@ -54,7 +56,18 @@
     });
   }
 
+  // While an edit is on its way, its own response brings the new plan: a refresh triggered by
+  // the same change arriving over the socket would only re-mount the graph a second time.
+  let changesInFlight = 0;
+  document.body.addEventListener("htmx:beforeRequest", (e) => {
+    if (e.detail.target && e.detail.target.id === "run-main" && e.detail.requestConfig.verb === "post") changesInFlight++;
+  });
+  document.body.addEventListener("htmx:afterRequest", (e) => {
+    if (e.detail.target && e.detail.target.id === "run-main" && e.detail.requestConfig.verb === "post") changesInFlight = Math.max(0, changesInFlight - 1);
+  });
+
   function refreshMain() {
+    if (changesInFlight > 0) return;
     if (!window.htmx) { window.location.reload(); return; }
     htmx.ajax("GET", fragmentUrl, {target: "#run-main", swap: "innerHTML"});
   }

@@ -218,3 +218,15 @@ def test_the_exception_message_joins_every_error() -> None:
         "invalid plan: duplicate step id 'a' (2 steps share it); "
         "step 'a' has unknown role 'poet'; known roles: coder, critic, researcher, writer"
     )
+
+
+def test_validation_errors_survive_pickling():
+    import pickle
+
+    from planner_ui.core.edits import EditRefused
+
+    for cls in (PlanValidationError, EditRefused):
+        error = pickle.loads(pickle.dumps(cls(["a is wrong", "b is wrong"])))
+        assert type(error) is cls
+        assert error.errors == ["a is wrong", "b is wrong"]
+        assert str(error) == "invalid plan: a is wrong; b is wrong"

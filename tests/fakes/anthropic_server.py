@@ -1,7 +1,16 @@
 """A local HTTP server that speaks Anthropic's Messages API, for testing the real SDK offline.
 
-Tests enqueue replies; the server records every request (headers and JSON body) and answers
-in the wire format, as one JSON body or, when the request asks for it, as an SSE stream.
+    with FakeAnthropic() as server:
+        server.enqueue_text("Hi")
+        client = anthropic.Anthropic(api_key="test-key", base_url=server.base_url)
+        ...
+        server.requests[0].body["messages"]
+
+Tests enqueue replies; the server records every request (lower-cased headers and JSON body)
+and answers POST /v1/messages in the wire format: one JSON body, or an SSE stream when the
+request says "stream": true. Like the real API it refuses a wrong key (401), a missing
+anthropic-version header, and a conversation whose tool_use blocks are not answered by
+tool_result blocks in the next user turn (400), so a mapping bug fails here as it would there.
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
@@ -16,11 +26,22 @@ from typing import Any
 
 _ids = count(1)
 
+# Statuses the SDK retries (see _should_retry in anthropic/_base_client.py).
+_RETRIED = {408, 409, 429}
+
 
 @dataclass
 class Recorded:
-    headers: dict[str, str]
+    headers: dict[str, str]  # names lower-cased
     body: dict[str, Any]
+    received_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def api_key(self) -> str:
+        """The key the client sent, from x-api-key or Authorization: Bearer."""
+        return self.headers.get("x-api-key") or self.headers.get("authorization", "").removeprefix(
+            "Bearer "
+        )
 
 
 @dataclass
@@ -28,10 +49,15 @@ class _Reply:
     status: int = 200
     content: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str = "end_turn"
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 10, "output_tokens": 5})
+    usage: dict[str, int] = field(default_factory=dict)
     error_type: str = ""
     error_message: str = ""
     headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+def _usage(usage: dict[str, int]) -> dict[str, int]:
+    return {"input_tokens": 10, "output_tokens": 5, **usage}
 
 
 class FakeAnthropic:
@@ -42,6 +68,7 @@ class FakeAnthropic:
         self.requests: list[Recorded] = []
         self._replies: queue.Queue[_Reply] = queue.Queue()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def __enter__(self) -> FakeAnthropic:
@@ -55,41 +82,63 @@ class FakeAnthropic:
         self._server.server_close()
 
     # --- scripting ---------------------------------------------------------------------------
-    def enqueue_text(self, text: str, *, stop_reason: str = "end_turn", **usage: int) -> None:
+    def enqueue_reply(
+        self,
+        content: list[dict[str, Any]],
+        *,
+        stop_reason: str = "end_turn",
+        delay_s: float = 0.0,
+        **usage: int,
+    ) -> None:
+        """Any content blocks, as the API would return them. Usage defaults to 10 in, 5 out;
+        pass input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens.
+        `delay_s` holds the answer back, to test timeouts."""
         self._replies.put(
-            _Reply(
-                content=[{"type": "text", "text": text}],
-                stop_reason=stop_reason,
-                usage=usage or {"input_tokens": 10, "output_tokens": 5},
-            )
+            _Reply(content=content, stop_reason=stop_reason, usage=_usage(usage), delay_s=delay_s)
+        )
+
+    def enqueue_text(
+        self, text: str, *, stop_reason: str = "end_turn", delay_s: float = 0.0, **usage: int
+    ) -> None:
+        self.enqueue_reply(
+            [{"type": "text", "text": text}], stop_reason=stop_reason, delay_s=delay_s, **usage
         )
 
     def enqueue_json(self, data: Any, **usage: int) -> None:
+        """A structured-output reply: the JSON document is the reply's only text block."""
         self.enqueue_text(json.dumps(data), **usage)
 
     def enqueue_tool_use(
         self, name: str, arguments: dict[str, Any], *, text: str = "", **usage: int
-    ) -> None:
+    ) -> str:
+        """A reply that calls one tool, optionally after some text; returns the tool_use id."""
+        tool_use_id = f"toolu_{next(_ids):06d}"
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-        content.append(
-            {"type": "tool_use", "id": f"toolu_{next(_ids):04d}", "name": name, "input": arguments}
-        )
-        self._replies.put(
-            _Reply(
-                content=content,
-                stop_reason="tool_use",
-                usage=usage or {"input_tokens": 10, "output_tokens": 5},
-            )
-        )
+        content.append({"type": "tool_use", "id": tool_use_id, "name": name, "input": arguments})
+        self.enqueue_reply(content, stop_reason="tool_use", **usage)
+        return tool_use_id
 
     def enqueue_error(
         self, status: int, error_type: str, message: str, headers: dict[str, str] | None = None
     ) -> None:
+        """An error answer, e.g. (529, "overloaded_error", "Overloaded").
+
+        For statuses the SDK retries, the answer carries retry-after-ms: 1 unless `headers`
+        says otherwise, so SDK retries in tests are immediate. (retry-after: 0 would not do:
+        the SDK ignores a wait of zero and falls back to its 0.5-8 s exponential backoff.)
+        """
+        headers = dict(headers or {})
+        retried = status in _RETRIED or status >= 500
+        if retried and not {"retry-after", "retry-after-ms"} & {h.lower() for h in headers}:
+            headers["retry-after-ms"] = "1"
         self._replies.put(
-            _Reply(
-                status=status, error_type=error_type, error_message=message, headers=headers or {}
-            )
+            _Reply(status=status, error_type=error_type, error_message=message, headers=headers)
         )
+
+    @property
+    def pending(self) -> int:
+        """How many enqueued replies no request has taken yet."""
+        return self._replies.qsize()
 
     # --- wire format -------------------------------------------------------------------------
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -99,21 +148,47 @@ class FakeAnthropic:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up first, e.g. on its timeout
+
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                fake.requests.append(Recorded(dict(self.headers.items()), body))
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {"_unparsed": raw.decode(errors="replace")}
+                recorded = Recorded({k.lower(): v for k, v in self.headers.items()}, body)
+                fake.requests.append(recorded)
+
                 if self.path.split("?")[0] != "/v1/messages":
-                    return self._error(404, "not_found_error", f"no route {self.path}")
-                key = self.headers.get("x-api-key") or self.headers.get(
-                    "authorization", ""
-                ).removeprefix("Bearer ")
-                if key != fake.api_key:
+                    return self._error(404, "not_found_error", f"Not found: {self.path}")
+                if not recorded.api_key:
+                    return self._error(401, "authentication_error", "x-api-key header is required")
+                if recorded.api_key != fake.api_key:
                     return self._error(401, "authentication_error", "invalid x-api-key")
+                if "anthropic-version" not in recorded.headers:
+                    return self._error(
+                        400, "invalid_request_error", "anthropic-version: header is required"
+                    )
+                if problem := _invalid(body):
+                    return self._error(400, "invalid_request_error", problem)
                 try:
                     reply = fake._replies.get_nowait()
                 except queue.Empty:
-                    return self._error(500, "api_error", "the fake server has no reply queued")
+                    # x-should-retry: false, or the SDK would retry a 500 and ask again.
+                    return self._error(
+                        500,
+                        "api_error",
+                        "FakeAnthropic has no reply queued for this request: "
+                        "call enqueue_text/enqueue_json/enqueue_tool_use/enqueue_error first",
+                        {"x-should-retry": "false"},
+                    )
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
                 if reply.status != 200:
                     return self._error(
                         reply.status, reply.error_type, reply.error_message, reply.headers
@@ -122,7 +197,7 @@ class FakeAnthropic:
                     "id": f"msg_{next(_ids):06d}",
                     "type": "message",
                     "role": "assistant",
-                    "model": body.get("model", "unknown"),
+                    "model": body["model"],
                     "content": reply.content,
                     "stop_reason": reply.stop_reason,
                     "stop_sequence": None,
@@ -139,7 +214,7 @@ class FakeAnthropic:
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
-                self.send_header("request-id", f"req_{next(_ids):06d}")
+                self.send_header("request-id", payload.get("request_id") or _request_id())
                 for name, value in (headers or {}).items():
                     self.send_header(name, value)
                 self.end_headers()
@@ -154,77 +229,146 @@ class FakeAnthropic:
             ) -> None:
                 self._send(
                     status,
-                    {"type": "error", "error": {"type": error_type, "message": message}},
+                    {
+                        "type": "error",
+                        "error": {"type": error_type, "message": message},
+                        "request_id": _request_id(),
+                    },
                     headers,
                 )
 
             def _stream(self, message: dict[str, Any]) -> None:
+                # HTTP/1.0 without content-length: closing the connection ends the stream.
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("cache-control", "no-cache")
+                self.send_header("request-id", _request_id())
                 self.end_headers()
-
-                def event(name: str, data: dict[str, Any]) -> None:
+                for name, data in _sse_events(message):
                     self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-
-                start = dict(
-                    message,
-                    content=[],
-                    stop_reason=None,
-                    usage={"input_tokens": message["usage"]["input_tokens"], "output_tokens": 0},
-                )
-                event("message_start", {"type": "message_start", "message": start})
-                for index, block in enumerate(message["content"]):
-                    if block["type"] == "text":
-                        event(
-                            "content_block_start",
-                            {
-                                "type": "content_block_start",
-                                "index": index,
-                                "content_block": {"type": "text", "text": ""},
-                            },
-                        )
-                        for piece in [
-                            block["text"][i : i + 16] for i in range(0, len(block["text"]), 16)
-                        ]:
-                            event(
-                                "content_block_delta",
-                                {
-                                    "type": "content_block_delta",
-                                    "index": index,
-                                    "delta": {"type": "text_delta", "text": piece},
-                                },
-                            )
-                    else:
-                        event(
-                            "content_block_start",
-                            {
-                                "type": "content_block_start",
-                                "index": index,
-                                "content_block": dict(block, input={}),
-                            },
-                        )
-                        event(
-                            "content_block_delta",
-                            {
-                                "type": "content_block_delta",
-                                "index": index,
-                                "delta": {
-                                    "type": "input_json_delta",
-                                    "partial_json": json.dumps(block["input"]),
-                                },
-                            },
-                        )
-                    event("content_block_stop", {"type": "content_block_stop", "index": index})
-                event(
-                    "message_delta",
-                    {
-                        "type": "message_delta",
-                        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                        "usage": {"output_tokens": message["usage"]["output_tokens"]},
-                    },
-                )
-                event("message_stop", {"type": "message_stop"})
-                self.wfile.flush()
+                    self.wfile.flush()
 
         return Handler
+
+
+def _request_id() -> str:
+    return f"req_{next(_ids):06d}"
+
+
+def _invalid(body: dict[str, Any]) -> str:
+    """The first rule of the real API this request breaks, or "" when it breaks none."""
+    if not isinstance(body.get("model"), str):
+        return "model: Field required"
+    if not isinstance(body.get("max_tokens"), int):
+        return "max_tokens: Field required"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "messages: at least one message is required"
+    for index, message in enumerate(messages):
+        if message.get("role") not in ("user", "assistant"):
+            return f"messages.{index}.role: Input should be 'user' or 'assistant'"
+        content = message.get("content")
+        if not content:
+            return f"messages.{index}: all messages must have non-empty content"
+        blocks = content if isinstance(content, list) else []
+        if any(b.get("type") == "text" and not b.get("text") for b in blocks):
+            return f"messages.{index}: text content blocks must be non-empty"
+        tool_uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        if message["role"] == "assistant" and tool_uses:
+            following = messages[index + 1]["content"] if index + 1 < len(messages) else []
+            answered = {
+                b.get("tool_use_id")
+                for b in (following if isinstance(following, list) else [])
+                if b.get("type") == "tool_result"
+            }
+            if missing := [i for i in tool_uses if i not in answered]:
+                return (
+                    f"messages.{index + 1}: `tool_use` ids were found without `tool_result` "
+                    f"blocks immediately after: {', '.join(missing)}. Each `tool_use` block "
+                    "must have a corresponding `tool_result` block in the next message."
+                )
+        results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        if results:
+            previous = messages[index - 1] if index else {}
+            previous_content = previous.get("content")
+            asked = {
+                b.get("id")
+                for b in (previous_content if isinstance(previous_content, list) else [])
+                if b.get("type") == "tool_use"
+            }
+            if message["role"] != "user" or previous.get("role") != "assistant":
+                return f"messages.{index}: tool_result blocks must be in a user message"
+            if unknown := [i for i in results if i not in asked]:
+                return (
+                    f"messages.{index}.content: unexpected `tool_use_id` found in "
+                    f"`tool_result` blocks: {', '.join(map(str, unknown))}. Each "
+                    "`tool_result` block must have a corresponding `tool_use` block in the "
+                    "previous message."
+                )
+    return ""
+
+
+def _sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The same message as the API streams it: start, one start/deltas/stop per content
+    block, then the stop reason and final usage, then stop."""
+    usage = message["usage"]
+    start_usage = {**usage, "output_tokens": 1}
+    events: list[tuple[str, dict[str, Any]]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    **message,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                },
+            },
+        ),
+        ("ping", {"type": "ping"}),
+    ]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            empty = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
+        elif block["type"] == "tool_use":
+            empty = {**block, "input": {}}
+            deltas = [
+                {"type": "input_json_delta", "partial_json": piece}
+                for piece in _pieces(json.dumps(block["input"]))
+            ]
+        else:
+            empty, deltas = block, []
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": empty},
+            )
+        )
+        events += [
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
+            for delta in deltas
+        ]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events += [
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                # Cumulative totals, as the API sends them.
+                "usage": usage,
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return events
+
+
+def _pieces(text: str, size: int = 16) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]

@@ -1,19 +1,31 @@
-"""The Anthropic provider through the real SDK, against a local server speaking its protocol."""
+"""The Anthropic provider through the real SDK, against a local server speaking its protocol.
+
+Nothing here patches our code or the SDK: the SDK makes real HTTP requests to FakeAnthropic.
+"""
 
 from __future__ import annotations
 
 import json
 import socket
+import typing
 import warnings
 
+import anthropic
 import pytest
 
-from planner_ui.core.plan import plan_json_schema
+from planner_ui.core.plan import Plan, plan_json_schema
 from planner_ui.providers.anthropic import AnthropicProvider, make_client
 from planner_ui.providers.base import ModelRequest, ProviderError, ToolCall, ToolResult, ToolSpec
 from tests.fakes.anthropic_server import FakeAnthropic
 
 MODEL = "claude-sonnet-5-5"
+# The ids agentsite/settings.py defaults to for the planner and the executors.
+DEFAULT_MODELS = ["claude-opus-5-5", "claude-sonnet-5-5"]
+CALCULATOR = ToolSpec(
+    "calculator",
+    "Do arithmetic.",
+    {"type": "object", "properties": {"expression": {"type": "string"}}},
+)
 
 
 @pytest.fixture
@@ -23,10 +35,17 @@ def server():
 
 
 def provider(
-    server: FakeAnthropic, *, key: str = "test-key", retries: int = 0
+    server: FakeAnthropic,
+    *,
+    key: str = "test-key",
+    retries: int = 0,
+    timeout: float = 5,
+    model: str = MODEL,
 ) -> AnthropicProvider:
-    client = make_client(api_key=key, base_url=server.base_url, timeout=5, max_retries=retries)
-    return AnthropicProvider(MODEL, client)
+    client = make_client(
+        api_key=key, base_url=server.base_url, timeout=timeout, max_retries=retries
+    )
+    return AnthropicProvider(model, client)
 
 
 def ask(**kwargs) -> ModelRequest:
@@ -35,20 +54,41 @@ def ask(**kwargs) -> ModelRequest:
     return ModelRequest(**kwargs)
 
 
-def test_text_reply_and_usage(server):
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- requests and replies ----------------------------------------------------------------------
+
+
+def test_a_text_reply_maps_text_stop_reason_model_and_usage(server):
     server.enqueue_text("Hi there", input_tokens=12, output_tokens=3)
-    reply = provider(server).complete(ask())
-    assert (reply.text, reply.stop_reason, reply.model) == ("Hi there", "end_turn", MODEL)
+    reply = provider(server).complete(ask(max_tokens=321))
+    assert reply.text == "Hi there"
+    assert reply.tool_calls == []
+    assert reply.stop_reason == "end_turn"
+    assert reply.model == MODEL
     assert (reply.usage.input_tokens, reply.usage.output_tokens) == (12, 3)
+    body = server.requests[0].body
+    assert body["model"] == MODEL
+    assert body["max_tokens"] == 321
+    assert body["messages"] == [{"role": "user", "content": "Say hi"}]
+    assert "tools" not in body and "output_config" not in body
+
+
+def test_the_key_and_api_version_arrive_as_headers(server):
+    server.enqueue_text("ok")
+    provider(server).complete(ask())
     sent = server.requests[0]
-    assert sent.body["model"] == MODEL and sent.body["messages"] == [
-        {"role": "user", "content": "Say hi"}
-    ]
-    key_header = sent.headers.get("x-api-key") or sent.headers.get("Authorization", "")
-    assert key_header.endswith("test-key")
+    # 2.x sends Authorization: Bearer; the fake accepts x-api-key too.
+    assert sent.api_key == "test-key"
+    assert sent.headers["authorization"] == "Bearer test-key"
+    assert sent.headers["anthropic-version"]
 
 
-def test_cached_input_tokens_are_counted(server):
+def test_cached_input_tokens_count_as_input(server):
     server.enqueue_text(
         "ok",
         input_tokens=5,
@@ -57,13 +97,12 @@ def test_cached_input_tokens_are_counted(server):
         cache_creation_input_tokens=20,
     )
     reply = provider(server).complete(ask())
-    assert reply.usage.input_tokens == 125
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (125, 1)
 
 
-def test_system_prompt_and_tools_carry_cache_control(server):
+def test_the_system_prompt_and_the_tools_carry_cache_control(server):
     server.enqueue_text("ok")
-    spec = ToolSpec("calculator", "Do arithmetic.", {"type": "object", "properties": {}})
-    provider(server).complete(ask(tools=[spec]))
+    provider(server).complete(ask(tools=[CALCULATOR]))
     body = server.requests[0].body
     assert body["system"] == [
         {"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}
@@ -72,13 +111,20 @@ def test_system_prompt_and_tools_carry_cache_control(server):
         {
             "name": "calculator",
             "description": "Do arithmetic.",
-            "input_schema": {"type": "object", "properties": {}},
+            "input_schema": {"type": "object", "properties": {"expression": {"type": "string"}}},
             "cache_control": {"type": "ephemeral"},
         }
     ]
 
 
-def test_structured_output_sends_the_plan_schema(server):
+def test_an_empty_system_prompt_is_left_out(server):
+    # The API refuses empty text blocks.
+    server.enqueue_text("ok")
+    provider(server).complete(ask(system=""))
+    assert "system" not in server.requests[0].body
+
+
+def test_structured_output_sends_the_plan_schema_and_the_reply_parses(server):
     plan = {
         "goal": "g",
         "steps": [{"id": "a", "title": "A", "instruction": "do", "role": "writer"}],
@@ -86,27 +132,43 @@ def test_structured_output_sends_the_plan_schema(server):
     server.enqueue_json(plan)
     reply = provider(server).complete(ask(output_schema=plan_json_schema(), purpose="planner"))
     assert json.loads(reply.text) == plan
-    assert server.requests[0].body["output_config"] == {
-        "format": {"type": "json_schema", "schema": plan_json_schema()}
-    }
+    Plan.model_validate_json(reply.text)
+
+    output_config = server.requests[0].body["output_config"]
+    assert output_config["format"]["type"] == "json_schema"
+    schema = output_config["format"]["schema"]
+    assert set(schema["properties"]) == {"goal", "steps"}
+    assert schema["required"] == ["steps"]
+    step = schema["$defs"]["PlanStep"]
+    assert schema["additionalProperties"] is False and step["additionalProperties"] is False
+    assert schema["properties"]["steps"]["items"] == {"$ref": "#/$defs/PlanStep"}
+    # Keywords structured output does not enforce move into the description.
+    assert "pattern" not in step["properties"]["id"]
+    assert "{pattern: ^[a-z0-9]" in step["properties"]["id"]["description"]
 
 
-def test_tool_use_round_trip(server):
-    server.enqueue_tool_use("calculator", {"expression": "6*7"}, text="Let me compute.")
+def test_a_tool_use_round_trip(server):
+    tool_use_id = server.enqueue_tool_use(
+        "calculator", {"expression": "6*7"}, text="Let me compute."
+    )
     server.enqueue_text("It is 42.")
     p = provider(server)
-    spec = ToolSpec("calculator", "Do arithmetic.", {"type": "object", "properties": {}})
-    first = p.complete(ask(tools=[spec]))
+
+    first = p.complete(
+        ask(messages=[{"role": "user", "content": "What is 6*7?"}], tools=[CALCULATOR])
+    )
     assert first.stop_reason == "tool_use"
-    (call,) = first.tool_calls
-    assert (call.name, call.arguments) == ("calculator", {"expression": "6*7"})
+    assert first.text == "Let me compute."
+    assert first.tool_calls == [ToolCall(tool_use_id, "calculator", {"expression": "6*7"})]
+
     messages = [
         {"role": "user", "content": "What is 6*7?"},
-        {"role": "assistant", "content": first.text, "tool_calls": [call]},
-        {"role": "tool", "results": [ToolResult(call.id, "6*7 = 42", False)]},
+        {"role": "assistant", "content": first.text, "tool_calls": first.tool_calls},
+        {"role": "tool", "results": [ToolResult(tool_use_id, "6*7 = 42")]},
     ]
-    second = p.complete(ask(messages=messages, tools=[spec]))
-    assert second.text == "It is 42."
+    second = p.complete(ask(messages=messages, tools=[CALCULATOR]))
+    assert (second.text, second.stop_reason) == ("It is 42.", "end_turn")
+
     wire = server.requests[1].body["messages"]
     assert wire[1] == {
         "role": "assistant",
@@ -114,7 +176,7 @@ def test_tool_use_round_trip(server):
             {"type": "text", "text": "Let me compute."},
             {
                 "type": "tool_use",
-                "id": call.id,
+                "id": tool_use_id,
                 "name": "calculator",
                 "input": {"expression": "6*7"},
             },
@@ -125,7 +187,7 @@ def test_tool_use_round_trip(server):
         "content": [
             {
                 "type": "tool_result",
-                "tool_use_id": call.id,
+                "tool_use_id": tool_use_id,
                 "content": "6*7 = 42",
                 "is_error": False,
             }
@@ -133,48 +195,162 @@ def test_tool_use_round_trip(server):
     }
 
 
-def test_a_wrong_key_is_a_clear_error(server):
+def test_a_failed_tool_goes_back_with_is_error_and_no_empty_text_block(server):
+    tool_use_id = server.enqueue_tool_use("calculator", {"expression": "1/0"})
+    server.enqueue_text("Division by zero.")
+    p = provider(server)
+    first = p.complete(ask(tools=[CALCULATOR]))
+    assert first.text == ""
+    messages = [
+        {"role": "user", "content": "What is 1/0?"},
+        {"role": "assistant", "content": "", "tool_calls": first.tool_calls},
+        {"role": "tool", "results": [ToolResult(tool_use_id, "division by zero", is_error=True)]},
+    ]
+    p.complete(ask(messages=messages, tools=[CALCULATOR]))
+    wire = server.requests[1].body["messages"]
+    assert [block["type"] for block in wire[1]["content"]] == ["tool_use"]
+    assert wire[2]["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": tool_use_id,
+            "content": "division by zero",
+            "is_error": True,
+        }
+    ]
+
+
+def test_an_empty_assistant_turn_is_dropped(server):
+    # The API refuses empty messages; it merges the consecutive user turns left behind.
+    server.enqueue_text("ok")
+    messages = [
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "two"},
+    ]
+    provider(server).complete(ask(messages=messages))
+    assert server.requests[0].body["messages"] == [
+        {"role": "user", "content": "one"},
+        {"role": "user", "content": "two"},
+    ]
+
+
+def test_a_tool_result_that_answers_nothing_is_refused_like_the_api_does(server):
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hm"},
+        {"role": "tool", "results": [ToolResult("toolu_nope", "x")]},
+    ]
     with pytest.raises(ProviderError) as exc:
-        provider(server, key="wrong").complete(ask())
-    assert exc.value.status == 401
+        provider(server).complete(ask(messages=messages))
+    assert exc.value.status == 400
     assert str(exc.value).startswith(
-        "Anthropic rejected the API key (401 authentication_error): check ANTHROPIC_API_KEY."
+        "Anthropic refused the request (400): messages.2.content: unexpected `tool_use_id`"
     )
 
 
-def test_overloaded_without_retries_is_an_error(server):
-    server.enqueue_error(529, "overloaded_error", "Overloaded", {"retry-after": "0"})
+# --- errors ------------------------------------------------------------------------------------
+
+
+def test_a_wrong_key_names_the_variable_to_fix(server):
     with pytest.raises(ProviderError) as exc:
-        provider(server).complete(ask())
+        provider(server, key="wrong").complete(ask())
+    assert exc.value.status == 401
+    assert str(exc.value) == (
+        "Anthropic rejected the API key (401 authentication_error): check ANTHROPIC_API_KEY. "
+        "invalid x-api-key"
+    )
+    assert json.loads(exc.value.body)["error"] == {
+        "type": "authentication_error",
+        "message": "invalid x-api-key",
+    }
+    assert server.requests[0].api_key == "wrong"
+
+
+def test_overloaded_without_retries_is_an_error(server):
+    server.enqueue_error(529, "overloaded_error", "Overloaded")
+    with pytest.raises(ProviderError) as exc:
+        provider(server, retries=0).complete(ask())
     assert exc.value.status == 529
-    assert str(exc.value) == "Anthropic is overloaded (529) and retries did not help: Overloaded"
-    assert "overloaded_error" in exc.value.body
+    assert str(exc.value) == "Anthropic is overloaded (529) and retries are off: Overloaded"
+    assert json.loads(exc.value.body)["error"]["type"] == "overloaded_error"
+    assert len(server.requests) == 1
 
 
 def test_overloaded_then_success_is_retried_by_the_sdk(server):
-    server.enqueue_error(529, "overloaded_error", "Overloaded", {"retry-after": "0"})
+    server.enqueue_error(529, "overloaded_error", "Overloaded")
     server.enqueue_text("fine now")
     reply = provider(server, retries=1).complete(ask())
     assert reply.text == "fine now"
-    assert len(server.requests) == 2
+    first, retry = server.requests
+    assert (first.headers["x-stainless-retry-count"], retry.headers["x-stainless-retry-count"]) == (
+        "0",
+        "1",
+    )
+    # The fake answers retry-after-ms: 1, so the SDK does not back off for its 0.375-0.5 s.
+    assert retry.received_at - first.received_at < 0.3
+
+
+def test_overloaded_twice_with_one_retry_says_so(server):
+    server.enqueue_error(529, "overloaded_error", "Overloaded")
+    server.enqueue_error(529, "overloaded_error", "Overloaded")
+    with pytest.raises(ProviderError) as exc:
+        provider(server, retries=1).complete(ask())
+    assert str(exc.value) == "Anthropic is overloaded (529) and 1 retry did not help: Overloaded"
+
+
+def test_rate_limited(server):
+    server.enqueue_error(
+        429, "rate_limit_error", "Number of request tokens has exceeded your limit"
+    )
+    with pytest.raises(ProviderError) as exc:
+        provider(server).complete(ask())
+    assert exc.value.status == 429
+    assert str(exc.value) == (
+        "Anthropic rate-limited the request (429) and retries are off: "
+        "Number of request tokens has exceeded your limit"
+    )
+
+
+def test_a_server_error(server):
+    server.enqueue_error(500, "api_error", "Internal server error")
+    with pytest.raises(ProviderError) as exc:
+        provider(server).complete(ask())
+    assert exc.value.status == 500
+    assert str(exc.value) == (
+        "Anthropic had a server error (500) and retries are off: Internal server error"
+    )
 
 
 def test_a_bad_request_shows_the_apis_message(server):
     server.enqueue_error(400, "invalid_request_error", "prompt is too long")
     with pytest.raises(ProviderError) as exc:
         provider(server).complete(ask())
+    assert exc.value.status == 400
     assert str(exc.value) == "Anthropic refused the request (400): prompt is too long"
 
 
+def test_an_empty_queue_is_a_clear_error_and_not_retried(server):
+    with pytest.raises(ProviderError) as exc:
+        provider(server, retries=2).complete(ask())
+    assert exc.value.status == 500
+    assert "FakeAnthropic has no reply queued" in str(exc.value)
+    assert len(server.requests) == 1
+
+
 def test_an_unreachable_server_is_a_clear_error():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    client = make_client(api_key="k", base_url=f"http://127.0.0.1:{port}", max_retries=0)
-    with pytest.raises(
-        ProviderError, match=r"^Cannot reach the Anthropic API at http://127\.0\.0\.1"
-    ):
+    base_url = f"http://127.0.0.1:{closed_port()}"
+    client = make_client(api_key="k", base_url=base_url, max_retries=0)
+    with pytest.raises(ProviderError) as exc:
         AnthropicProvider(MODEL, client).complete(ask())
+    assert str(exc.value).startswith(f"Cannot reach the Anthropic API at {base_url}")
+    assert exc.value.status is None
+
+
+def test_a_slow_answer_times_out(server):
+    server.enqueue_text("too late", delay_s=1.0)
+    with pytest.raises(ProviderError) as exc:
+        provider(server, timeout=0.2).complete(ask())
+    assert str(exc.value) == "The request to Anthropic timed out after 0.2 s (and retries are off)."
 
 
 def test_make_client_without_a_key_says_what_to_set():
@@ -186,16 +362,55 @@ def test_make_client_without_a_key_says_what_to_set():
     )
 
 
-@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-sonnet-5-5"])
-def test_default_models_are_not_deprecated(server, model):
+# --- model ids ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", DEFAULT_MODELS)
+def test_the_default_models_are_known_and_not_deprecated(server, model):
+    assert model in typing.get_args(typing.get_args(anthropic.types.Model)[0])
     server.enqueue_text("ok")
-    client = make_client(api_key="test-key", base_url=server.base_url, max_retries=0)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        AnthropicProvider(model, client).complete(ask())
+        warnings.simplefilter("error")
+        provider(server, model=model).complete(ask())
 
 
-def test_tool_calls_map_back_to_neutral_shape(server):
-    server.enqueue_tool_use("read_file", {"path": "a.txt"})
-    reply = provider(server).complete(ask())
-    assert reply.tool_calls == [ToolCall(reply.tool_calls[0].id, "read_file", {"path": "a.txt"})]
+def test_the_deprecation_check_above_can_fail(server):
+    # The SDK warns in messages.create for ids in its DEPRECATED_MODELS; prove it still does.
+    server.enqueue_text("ok")
+    with pytest.warns(DeprecationWarning, match="claude-sonnet-4-5"):
+        provider(server, model="claude-sonnet-4-5").complete(ask())
+
+
+# --- the fake's stream, for later streaming work ----------------------------------------------
+
+
+def test_the_fake_streams_text_as_the_sdk_expects(server):
+    server.enqueue_text("A reply long enough to arrive in several deltas.", input_tokens=7)
+    client = make_client(api_key="test-key", base_url=server.base_url, max_retries=0)
+    with client.messages.stream(
+        model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        pieces = list(stream.text_stream)
+        final = stream.get_final_message()
+    assert len(pieces) > 1
+    assert "".join(pieces) == "A reply long enough to arrive in several deltas."
+    assert final.content[0].text == "".join(pieces)
+    assert (final.stop_reason, final.model) == ("end_turn", MODEL)
+    assert (final.usage.input_tokens, final.usage.output_tokens) == (7, 5)
+    assert server.requests[0].body["stream"] is True
+
+
+def test_the_fake_streams_tool_use_input_as_json_deltas(server):
+    arguments = {"expression": "6*7 + 1000 - 3", "precision": 2}
+    tool_use_id = server.enqueue_tool_use("calculator", arguments, text="Computing.")
+    client = make_client(api_key="test-key", base_url=server.base_url, max_retries=0)
+    with client.messages.stream(
+        model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_message()
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    assert final.stop_reason == "tool_use"
+    text, tool_use = final.content
+    assert text.text == "Computing."
+    assert (tool_use.id, tool_use.name, tool_use.input) == (tool_use_id, "calculator", arguments)

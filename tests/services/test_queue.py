@@ -12,16 +12,23 @@ from planner_ui.services.runs import run_create
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def _reset_pools() -> None:
+    # Celery caches a connection pool and a producer pool built on it: drop both.
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
 @pytest.fixture
 def dead_broker(tmp_path):
     """Point this process's Celery producer at a socket nothing listens on."""
     original = app.conf.broker_url
+    _reset_pools()
     app.conf.broker_url = f"redis+socket://{tmp_path / 'nothing.sock'}"
-    app.pool.force_close_all()
-    app._pool = None
     yield
+    _reset_pools()
     app.conf.broker_url = original
-    app._pool = None
 
 
 def test_an_unreachable_queue_fails_the_run_with_a_reason(make_user, dead_broker):
