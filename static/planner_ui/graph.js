@@ -1,61 +1,155 @@
-// The plan as a read-only graph: boxes and arrows, laid out left to right, coloured by status.
+// The plan as a graph: boxes and arrows, laid out left to right by dagre, coloured by status.
 // Labels are canvas text, never HTML, so titles from people and models cannot inject markup.
+//
+//   const graph = PlanGraph.mount(container, {nodes: [{id, title, role, tools, status}],
+//                                             edges: [{source, target}]}, {editable: false});
+//   graph.setStatus(stepId, status); graph.update(data); graph.fit(); graph.destroy();
+//
+// An edge runs from the dependency (source) to the step that waits for it (target).
+// Clicking a step dispatches "plangraph:select" on the container with detail {stepId}.
+// Needs window.cytoscape and the cytoscape-dagre extension loaded first.
 (function () {
   "use strict";
 
+  // Kept in step with .legend-* in graph.css.
   const COLORS = {
     pending: {bg: "#eef0f3", border: "#98a2b3", text: "#344054"},
-    queued: {bg: "#e6eeff", border: "#5b8def", text: "#1d3a8a"},
-    running: {bg: "#fff1cc", border: "#d99a1e", text: "#5c3d00"},
-    succeeded: {bg: "#e2f6ea", border: "#1f9d55", text: "#0f4d2a"},
-    failed: {bg: "#fde7e7", border: "#d64545", text: "#7a1b1b"},
-    skipped: {bg: "#f6f7f9", border: "#c0c5cc", text: "#98a2b3"},
+    queued: {bg: "#e3ecff", border: "#5b8def", text: "#1d3a8a"},
+    running: {bg: "#ffefc2", border: "#d98b06", text: "#5c3d00"},
+    succeeded: {bg: "#dff5e7", border: "#1f9d55", text: "#0f4d2a"},
+    failed: {bg: "#fde4e4", border: "#d64545", text: "#7a1b1b"},
+    skipped: {bg: "#f7f8fa", border: "#b4bac4", text: "#8a93a3"},
   };
+  const SELECTED = "#3656d6";
 
-  function label(node) {
-    const tools = node.tools && node.tools.length ? " · " + node.tools.join(", ") : "";
-    return node.title + "\n" + node.role + tools;
+  // Every box is the same width, so the steps of one layer line up in one column; the height
+  // follows the wrapped label. Cytoscape's own `height: label` is deprecated and warns.
+  const NODE_WIDTH = 180;
+  const PADDING_X = 12;
+  const PADDING_Y = 9;
+  const TEXT_WIDTH = NODE_WIDTH - 2 * PADDING_X;
+  const FONT_SIZE = 12;
+  const LINE_HEIGHT = 1.3;
+  const FONT_FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
+  const MAX_TITLE_LINES = 3;
+  const MAX_DETAIL_LINES = 2;
+
+  const LAYOUT = {name: "dagre", rankDir: "LR", nodeSep: 20, rankSep: 64, edgeSep: 12, fit: false, animate: false};
+  const FIT_PADDING = 24;
+  // A small plan fitted to the box would be blown up to the maximum zoom: stop a bit above 1.
+  const MAX_FIT_ZOOM = 1.25;
+  const PULSE_MS = 900;
+  // Past this many steps the container grows (see .plan-graph-large) so the fitted plan is not
+  // drawn too small to read; labels smaller than MIN_FONT_PX on screen are left out until the
+  // user zooms in, which keeps the overview a clean map of coloured boxes.
+  const LARGE_PLAN = 20;
+  const MIN_FONT_PX = 5;
+
+  let measureContext = null;
+  function textWidth(text, bold) {
+    if (!measureContext) measureContext = document.createElement("canvas").getContext("2d");
+    measureContext.font = (bold ? "bold " : "") + FONT_SIZE + "px " + FONT_FAMILY;
+    return measureContext.measureText(text).width;
+  }
+
+  // Greedy word wrap, measured with the font the canvas draws with; a word too long for a line
+  // is cut between characters, and text past maxLines ends in an ellipsis.
+  function wrap(text, maxLines, bold) {
+    const fits = (line) => textWidth(line, bold) <= TEXT_WIDTH;
+    const lines = [];
+    let line = "";
+    const words = String(text).replace(/\s+/g, " ").trim().split(" ");
+    for (let word of words) {
+      if (!word) continue;
+      const candidate = line ? line + " " + word : word;
+      if (fits(candidate)) { line = candidate; continue; }
+      if (line) { lines.push(line); line = ""; }
+      while (!fits(word)) {
+        let cut = word.length - 1;
+        while (cut > 1 && !fits(word.slice(0, cut))) cut--;
+        lines.push(word.slice(0, cut));
+        word = word.slice(cut);
+      }
+      line = word;
+    }
+    if (line) lines.push(line);
+    if (lines.length <= maxLines) return lines;
+    const kept = lines.slice(0, maxLines);
+    let last = kept[maxLines - 1];
+    while (last && !fits(last + "…")) last = last.slice(0, -1);
+    kept[maxLines - 1] = last.replace(/\s+$/, "") + "…";
+    return kept;
+  }
+
+  function nodeData(step) {
+    const tools = Array.isArray(step.tools) ? step.tools.filter(Boolean).map(String) : [];
+    const detail = String(step.role || "") + (tools.length ? " · " + tools.join(", ") : "");
+    // The synthesizer's label is bold (see style()), so it is measured bold.
+    const bold = step.role === "synthesizer";
+    const lines = wrap(step.title || step.id, MAX_TITLE_LINES, bold).concat(detail ? wrap(detail, MAX_DETAIL_LINES, bold) : []);
+    return {
+      id: String(step.id),
+      label: lines.join("\n"),
+      height: Math.max(40, Math.ceil(2 * PADDING_Y + lines.length * FONT_SIZE * LINE_HEIGHT)),
+      status: COLORS[step.status] ? step.status : "pending",
+      role: String(step.role || ""),
+    };
   }
 
   function elements(data) {
-    const nodes = data.nodes.map((n) => ({
-      group: "nodes",
-      data: {id: n.id, label: label(n), status: n.status || "pending", role: n.role},
-    }));
-    const ids = new Set(data.nodes.map((n) => n.id));
-    const edges = data.edges
-      .filter((e) => ids.has(e.source) && ids.has(e.target))
-      .map((e) => ({group: "edges", data: {id: e.source + "->" + e.target, source: e.source, target: e.target}}));
-    return nodes.concat(edges);
+    const steps = (data && data.nodes) || [];
+    const ids = new Set(steps.map((s) => String(s.id)));
+    const seen = new Set();
+    const edges = [];
+    for (const e of (data && data.edges) || []) {
+      const source = String(e.source), target = String(e.target), id = source + "->" + target;
+      // An arrow to a step that is not drawn would make Cytoscape throw; skip it and duplicates.
+      if (!ids.has(source) || !ids.has(target) || seen.has(id)) continue;
+      seen.add(id);
+      edges.push({group: "edges", classes: "dependency", data: {id: id, source: source, target: target}});
+    }
+    return steps.map((s) => ({group: "nodes", classes: "step", data: nodeData(s)})).concat(edges);
   }
 
   function style() {
     const rules = [
-      {selector: "node", style: {
-        "shape": "round-rectangle", "width": 190, "height": "label", "padding": "10px",
-        "label": "data(label)", "text-wrap": "wrap", "text-max-width": "180px",
-        "text-valign": "center", "text-halign": "center", "font-size": 12,
-        "font-family": "system-ui, sans-serif", "line-height": 1.35,
-        "border-width": 2, "background-color": COLORS.pending.bg, "border-color": COLORS.pending.border,
-        "color": COLORS.pending.text,
+      {selector: "node.step", style: {
+        "shape": "round-rectangle", "corner-radius": 7, "width": NODE_WIDTH, "height": "data(height)",
+        "label": "data(label)", "text-wrap": "wrap", "text-max-width": TEXT_WIDTH + 4,
+        "text-valign": "center", "text-halign": "center", "text-justification": "center",
+        "font-size": FONT_SIZE, "font-family": FONT_FAMILY, "line-height": LINE_HEIGHT,
+        "border-width": 1.5, "background-color": COLORS.pending.bg, "border-color": COLORS.pending.border,
+        "color": COLORS.pending.text, "min-zoomed-font-size": MIN_FONT_PX, "overlay-opacity": 0,
+        "underlay-shape": "round-rectangle", "underlay-padding": 5, "underlay-opacity": 0,
+        "underlay-color": COLORS.running.border,
+        "transition-property": "underlay-opacity", "transition-duration": PULSE_MS * 0.8 + "ms",
       }},
-      {selector: "node[role = 'synthesizer']", style: {"border-style": "double", "border-width": 5, "shape": "round-hexagon"}},
-      {selector: "node:selected", style: {"overlay-color": "#3656d6", "overlay-opacity": 0.12, "overlay-padding": 6}},
-      {selector: ".eh-handle", style: {"background-color": "#3656d6", "width": 10, "height": 10, "shape": "ellipse", "border-width": 0}},
-      {selector: ".eh-ghost-edge, edge.eh-preview", style: {"line-color": "#3656d6", "target-arrow-color": "#3656d6", "line-style": "dashed"}},
-      {selector: ".eh-hover", style: {"border-color": "#3656d6", "border-width": 4}},
       {selector: "edge", style: {
-        "width": 1.6, "line-color": "#98a2b3", "target-arrow-color": "#98a2b3",
-        "target-arrow-shape": "triangle", "curve-style": "bezier", "arrow-scale": 1.1,
+        "width": 1.5, "line-color": "#a3abb8", "target-arrow-color": "#a3abb8",
+        "target-arrow-shape": "triangle", "arrow-scale": 1, "curve-style": "bezier",
       }},
     ];
     for (const [status, c] of Object.entries(COLORS)) {
-      rules.push({selector: `node[status = '${status}']`, style: {
-        "background-color": c.bg, "border-color": c.border, "color": c.text,
-        "border-width": status === "running" ? 4 : 2,
-        "border-style": status === "skipped" ? "dashed" : "solid",
+      rules.push({selector: `node.step[status = "${status}"]`, style: {
+        "background-color": c.bg, "border-color": c.border, "color": c.text, "outline-color": c.border,
       }});
     }
+    rules.push(
+      {selector: 'node.step[status = "running"]', style: {"border-width": 3, "underlay-opacity": 0.12}},
+      {selector: 'node.step[status = "running"].pulse', style: {"underlay-opacity": 0.38}},
+      {selector: 'node.step[status = "skipped"]', style: {"border-style": "dashed"}},
+      // The synthesizer joins the branches into the answer: a second ring, in its status colour.
+      {selector: 'node.step[role = "synthesizer"]', style: {
+        "font-weight": "bold", "outline-width": 2, "outline-offset": 3, "outline-opacity": 1,
+      }},
+      {selector: "node.step:selected", style: {"border-color": SELECTED, "border-width": 3}},
+      {selector: "edge.related", style: {"line-color": SELECTED, "target-arrow-color": SELECTED, "width": 2.5, "z-index": 10}},
+      // Editing (edgehandles), when the plan is still a draft.
+      {selector: ".eh-handle", style: {"background-color": SELECTED, "width": 10, "height": 10, "shape": "ellipse", "border-width": 0, "label": ""}},
+      {selector: ".eh-hover", style: {"border-color": SELECTED, "border-width": 4}},
+      {selector: ".eh-ghost-edge, edge.eh-preview", style: {"line-color": SELECTED, "target-arrow-color": SELECTED, "line-style": "dashed"}},
+      {selector: ".eh-ghost-edge.eh-preview-active", style: {"opacity": 0}},
+    );
     return rules;
   }
 
@@ -79,46 +173,140 @@
       edge.remove();  // the new arrow appears when the server has saved it
       container.dispatchEvent(new CustomEvent("plangraph:connect", {detail: {source: source.id(), target: target.id()}}));
     });
-    cy.on("tap", "edge", (evt) => {
+    cy.on("tap", "edge.dependency", (evt) => {
       const e = evt.target;
       container.dispatchEvent(new CustomEvent("plangraph:disconnect", {detail: {source: e.source().id(), target: e.target().id()}}));
     });
     return eh;
   }
 
+  function ensureDagre() {
+    const cytoscape = window.cytoscape;
+    if (typeof cytoscape !== "function") throw new Error("PlanGraph needs cytoscape: load vendor/cytoscape-*.min.js first.");
+    // The dagre bundle registers itself when it finds window.cytoscape; register it if it was loaded first.
+    if (!cytoscape("layout", "dagre") && window.cytoscapeDagre) cytoscape.use(window.cytoscapeDagre);
+    if (!cytoscape("layout", "dagre")) throw new Error("PlanGraph needs the dagre layout: load vendor/cytoscape-dagre-*.js after cytoscape.");
+  }
+
   function mount(container, data, options) {
+    ensureDagre();
     const cy = window.cytoscape({
       container: container,
-      elements: elements(data),
+      elements: [],
       style: style(),
-      layout: {name: "dagre", rankDir: "LR", nodeSep: 24, rankSep: 70, edgeSep: 10, fit: true, padding: 24},
       minZoom: 0.2,
       maxZoom: 2.5,
-      wheelSensitivity: 0.3,
-      autoungrabify: true,
+      // wheelSensitivity stays at Cytoscape's default, a moderate step that calibrates itself to
+      // the mouse wheel or trackpad; setting any value logs a warning on every page load.
+      autoungrabify: true,  // steps are placed by the layout, not dragged
       boxSelectionEnabled: false,
+      selectionType: "single",
     });
     const eh = options && options.editable ? enableEditing(cy, container) : null;
-    cy.on("tap", "node", (evt) => {
-      container.dispatchEvent(new CustomEvent("plangraph:select", {detail: {stepId: evt.target.id()}}));
+    const plan = () => cy.elements(".step, .dependency");
+
+    function fit() {
+      if (cy.nodes(".step").empty()) return;
+      cy.resize();
+      cy.fit(plan(), FIT_PADDING);
+      if (cy.zoom() > MAX_FIT_ZOOM) {
+        cy.zoom(MAX_FIT_ZOOM);
+        cy.center(plan());
+      }
+    }
+
+    function layout() {
+      cy.layout(Object.assign({}, LAYOUT, {eles: plan()})).run();
+    }
+
+    function render(newData) {
+      const steps = (newData && newData.nodes) || [];
+      container.classList.toggle("plan-graph-large", steps.length > LARGE_PLAN);
+      cy.batch(() => {
+        plan().remove();
+        cy.add(elements(newData));
+      });
+      layout();
+      fit();
+    }
+
+    // The same steps and arrows: change labels and colours in place and keep the user's view;
+    // anything else is a new plan, laid out and fitted afresh.
+    function update(newData) {
+      const next = elements(newData);
+      const current = plan().map((el) => el.id()).sort().join("\n");
+      if (current !== next.map((el) => el.data.id).sort().join("\n")) { render(newData); return; }
+      let moved = false;
+      cy.batch(() => {
+        for (const el of next) {
+          if (el.group !== "nodes") continue;
+          const node = cy.getElementById(el.data.id);
+          moved = moved || node.data("height") !== el.data.height;
+          node.data(el.data);
+        }
+      });
+      if (moved) layout();
+    }
+
+    function setStatus(stepId, status) {
+      const node = cy.getElementById(String(stepId));
+      if (node.empty() || !COLORS[status]) return false;
+      node.data("status", status);
+      return true;
+    }
+
+    // Clicking a step tells the page, and lights up its arrows in and out.
+    cy.on("tap", "node.step", (evt) => {
+      container.dispatchEvent(new CustomEvent("plangraph:select", {bubbles: true, detail: {stepId: evt.target.id()}}));
     });
+    cy.on("select", "node.step", (evt) => evt.target.connectedEdges(".dependency").addClass("related"));
+    cy.on("unselect", "node.step", (evt) => evt.target.connectedEdges(".dependency").removeClass("related"));
+    cy.on("mouseover", "node.step", () => { container.style.cursor = "pointer"; });
+    cy.on("mouseout", "node.step", () => { container.style.cursor = ""; });
+
+    // A gentle pulse on running steps, unless the user asked for less motion.
+    const calm = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    let pulseOn = false;
+    const pulseTimer = calm ? null : window.setInterval(() => {
+      if (document.hidden) return;
+      const running = cy.nodes('.step[status = "running"]');
+      pulseOn = !pulseOn && running.nonempty();
+      cy.nodes(".pulse").not(running).removeClass("pulse");
+      if (pulseOn) running.addClass("pulse"); else running.removeClass("pulse");
+    }, PULSE_MS);
+
+    // The container may get its size after mount (a tab, a collapsed section): refit until the
+    // user has zoomed or panned themselves.
+    let userMoved = false;
+    cy.on("scrollzoom pinchzoom dragpan", () => { userMoved = true; });
+    const resizeObserver = window.ResizeObserver ? new ResizeObserver(() => {
+      cy.resize();
+      if (!userMoved) fit();
+    }) : null;
+    if (resizeObserver) resizeObserver.observe(container);
+
+    render(data);
+
     return {
       cy: cy,
-      setStatus(stepId, status) {
-        const node = cy.getElementById(stepId);
-        if (node.nonempty()) node.data("status", status);
-      },
-      update(newData) {
-        cy.elements().remove();
-        cy.add(elements(newData));
-        cy.layout({name: "dagre", rankDir: "LR", nodeSep: 24, rankSep: 70, fit: true, padding: 24}).run();
-      },
-      fit() { cy.fit(undefined, 24); },
-      status(stepId) { const n = cy.getElementById(stepId); return n.nonempty() ? n.data("status") : null; },
       editable: eh !== null,
-      destroy() { if (eh) eh.destroy(); cy.destroy(); },
+      setStatus: setStatus,
+      update: update,
+      fit() { userMoved = false; fit(); },
+      status(stepId) {
+        const node = cy.getElementById(String(stepId));
+        return node.nonempty() ? node.data("status") : null;
+      },
+      destroy() {
+        if (pulseTimer !== null) window.clearInterval(pulseTimer);
+        if (resizeObserver) resizeObserver.disconnect();
+        if (eh) eh.destroy();
+        cy.destroy();
+        container.style.cursor = "";
+        container.classList.remove("plan-graph-large");
+      },
     };
   }
 
-  window.PlanGraph = {mount: mount};
+  window.PlanGraph = {mount: mount, STATUSES: Object.keys(COLORS)};
 })();

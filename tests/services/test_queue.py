@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from kombu import pools
 
 from agentsite.celery import app
 from planner_ui.core.status import RunStatus
@@ -13,9 +14,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _reset_pools() -> None:
-    # Celery caches a connection pool and a producer pool built on it: drop both.
-    if app._pool is not None:
-        app._pool.force_close_all()
+    # Celery takes its pool from kombu's global registry (keyed by broker URL) and builds a
+    # producer pool on it: drop all three, so neither test sees the other's connections.
+    pools.reset()
     app._pool = None
     app.amqp._producer_pool = None
 
