@@ -5,6 +5,8 @@ is redirected to the run page with the outcome as a message."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -23,7 +25,7 @@ from planner_ui.core.edits import (
 )
 from planner_ui.core.errors import InvalidTransition, PlanValidationError
 from planner_ui.core.plan import Plan
-from planner_ui.models import PlanProposal
+from planner_ui.models import PlanProposal, PlanVersion
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.services.plans import PlanConflict, plan_edit, plan_export, plan_import, plan_undo
 from planner_ui.services.proposals import proposal_accept, proposal_discard, proposal_request
@@ -104,37 +106,48 @@ def _base_version(data: QueryDict) -> int:
         raise FormProblem("'base_version' must be a version number") from None
 
 
+def _save_and_respond(
+    request: HttpRequest, run_id: int, save: Callable[[], PlanVersion | str], refused: str
+) -> HttpResponse:
+    """Run one change and answer with its outcome; every refusal says why and changes nothing.
+
+    `save` returns the new version, or a notice when the change makes no version (yet)."""
+    try:
+        result = save()
+    except (PlanConflict, InvalidTransition) as exc:
+        return _respond(request, run_id, error=str(exc), status=409)
+    except PlanValidationError as exc:
+        text = f"{refused}, and the plan is as it was: " + "; ".join(exc.errors)
+        return _respond(request, run_id, error=text, status=400)
+    except FormProblem as exc:
+        return _respond(request, run_id, error=f"The form was incomplete: {exc}.", status=400)
+    if isinstance(result, str):
+        return _respond(request, run_id, notice=result)
+    return _respond(request, run_id, notice=f"Saved version {result.number}: {result.note}.")
+
+
 @login_required
 @require_POST
 def plan_change(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
-    try:
+
+    def save() -> PlanVersion:
         base = _base_version(request.POST)
         if request.POST.get("op") == "undo":
-            version = plan_undo(run_id=run.pk, base_version=base)
-        else:
-            version = plan_edit(
-                run_id=run.pk, base_version=base, edit=_edit_from_form(request.POST)
-            )
-    except PlanConflict as exc:
-        return _respond(request, run.pk, error=str(exc), status=409)
-    except InvalidTransition as exc:
-        return _respond(request, run.pk, error=str(exc), status=409)
-    except PlanValidationError as exc:
-        text = "The change was refused, and the plan is as it was: " + "; ".join(exc.errors)
-        return _respond(request, run.pk, error=text, status=400)
-    except FormProblem as exc:
-        return _respond(request, run.pk, error=f"The form was incomplete: {exc}.", status=400)
-    return _respond(request, run.pk, notice=f"Saved version {version.number}: {version.note}.")
+            return plan_undo(run_id=run.pk, base_version=base)
+        return plan_edit(run_id=run.pk, base_version=base, edit=_edit_from_form(request.POST))
+
+    return _save_and_respond(request, run.pk, save, "The change was refused")
 
 
 @login_required
 @require_POST
 def plan_import_view(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
-    upload = request.FILES.get("plan_file")
-    try:
+
+    def save() -> PlanVersion:
         base = _base_version(request.POST)
+        upload = request.FILES.get("plan_file")
         if upload is not None:
             if upload.size > MAX_IMPORT_BYTES:
                 raise PlanValidationError(
@@ -145,15 +158,9 @@ def plan_import_view(request: HttpRequest, run_id: int) -> HttpResponse:
             text = request.POST.get("plan_json", "")
         if not text.strip():
             raise FormProblem("choose a JSON file or paste a plan")
-        version = plan_import(run_id=run.pk, base_version=base, text=text)
-    except (PlanConflict, InvalidTransition) as exc:
-        return _respond(request, run.pk, error=str(exc), status=409)
-    except PlanValidationError as exc:
-        text = "The imported plan was refused, and the plan is as it was: " + "; ".join(exc.errors)
-        return _respond(request, run.pk, error=text, status=400)
-    except FormProblem as exc:
-        return _respond(request, run.pk, error=f"The form was incomplete: {exc}.", status=400)
-    return _respond(request, run.pk, notice=f"Saved version {version.number}: {version.note}.")
+        return plan_import(run_id=run.pk, base_version=base, text=text)
+
+    return _save_and_respond(request, run.pk, save, "The imported plan was refused")
 
 
 @login_required
@@ -191,31 +198,27 @@ def plan_diff_view(request: HttpRequest, run_id: int) -> HttpResponse:
 def plan_revision(request: HttpRequest, run_id: int) -> HttpResponse:
     """Ask the planner for a revision, or accept or discard the one it proposed."""
     run = run_get_for_user(request.user, run_id)
-    action = request.POST.get("action", "")
-    try:
+
+    def save() -> PlanVersion | str:
+        action = request.POST.get("action", "")
         if action == "request":
             proposal_request(
                 run_id=run.pk,
                 base_version=_base_version(request.POST),
                 note=request.POST.get("note", ""),
             )
-            notice = "The planner is revising the plan; its proposal will appear here."
-        elif action in ("accept", "discard"):
+            return "The planner is revising the plan; its proposal will appear here."
+        if action not in ("accept", "discard"):
+            raise FormProblem("'action' must be request, accept or discard")
+        try:
             proposal_id = int(_field(request.POST, "proposal"))
             if action == "accept":
-                version = proposal_accept(run_id=run.pk, proposal_id=proposal_id)
-                notice = f"Saved version {version.number}: {version.note}."
-            else:
-                proposal_discard(run_id=run.pk, proposal_id=proposal_id)
-                notice = "Discarded the planner's proposal; the plan is as it was."
-        else:
-            raise FormProblem("'action' must be request, accept or discard")
-    except (PlanConflict, InvalidTransition) as exc:
-        return _respond(request, run.pk, error=str(exc), status=409)
-    except (FormProblem, ValueError) as exc:
-        return _respond(request, run.pk, error=f"The form was incomplete: {exc}.", status=400)
-    except PlanProposal.DoesNotExist:
-        return _respond(
-            request, run.pk, error="There is no such proposal for this run.", status=400
-        )
-    return _respond(request, run.pk, notice=notice)
+                return proposal_accept(run_id=run.pk, proposal_id=proposal_id)
+            proposal_discard(run_id=run.pk, proposal_id=proposal_id)
+        except ValueError:
+            raise FormProblem("'proposal' must be a proposal number") from None
+        except PlanProposal.DoesNotExist:
+            raise FormProblem("there is no such proposal for this run") from None
+        return "Discarded the planner's proposal; the plan is as it was."
+
+    return _save_and_respond(request, run.pk, save, "The revision was refused")
