@@ -7,24 +7,25 @@ from typing import Any
 
 from .plan import Plan
 
+# The step fields a diff compares; id is the key and depends_on shows up as edges.
 _FIELDS = ("title", "instruction", "role", "tools")
 
 
 @dataclass(frozen=True)
 class FieldChange:
-    field: str
+    field: str  # "title" | "instruction" | "role" | "tools"
     old: Any
     new: Any
 
 
 @dataclass(frozen=True)
 class PlanDiff:
-    added: tuple[str, ...]
-    removed: tuple[str, ...]
-    changed: tuple[tuple[str, tuple[FieldChange, ...]], ...]
-    edges_added: tuple[tuple[str, str], ...]  # (depends_on, step_id)
+    added: tuple[str, ...]  # step ids, in the new plan's order
+    removed: tuple[str, ...]  # step ids, in the old plan's order
+    changed: tuple[tuple[str, tuple[FieldChange, ...]], ...]  # in the new plan's order
+    edges_added: tuple[tuple[str, str], ...]  # (depends_on, step_id), sorted
     edges_removed: tuple[tuple[str, str], ...]
-    goal_changed: tuple[str, str] | None
+    goal_changed: tuple[str, str] | None  # (old goal, new goal)
 
     @property
     def is_empty(self) -> bool:
@@ -43,6 +44,10 @@ def _edges(plan: Plan) -> set[tuple[str, str]]:
 
 
 def plan_diff(old: Plan, new: Plan) -> PlanDiff:
+    """Steps added, removed and changed, and arrows added and removed, from `old` to `new`.
+
+    The arrows of an added or removed step count too, so the edges alone redraw the graph.
+    """
     old_steps = {s.id: s for s in old.steps}
     new_steps = {s.id: s for s in new.steps}
     changed = []

@@ -4,13 +4,16 @@ plan is never changed, so a refused edit leaves everything as it was."""
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from .dag import find_cycle
+from .dag import Deps, ancestors
 from .errors import PlanValidationError
-from .plan import ROLES, Plan, PlanStep
+from .plan import ROLES, SYNTHESIS_STEP_ID, Plan, PlanStep
 from .validation import validate_plan
 
 
@@ -67,6 +70,11 @@ class RemoveDependency:
 
 Edit = UpdateStep | AddStep | DeleteStep | AddDependency | RemoveDependency
 
+# The fields UpdateStep can change, in the order describe_edit names them.
+_UPDATABLE = ("title", "instruction", "role", "tools")
+
+StepData = dict[str, Any]
+
 
 def _refuse(message: str) -> EditRefused:
     return EditRefused([message])
@@ -82,39 +90,65 @@ def _require(plan: Plan, step_id: str) -> PlanStep:
 
 def slug_for(title: str, taken: Collection[str]) -> str:
     """A step id from a title, unique among `taken`: 'Check sources' → 'check-sources'."""
-    base = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:32].strip("-") or "step"
+    # Fold accents first so 'Résumé' becomes 'resume' rather than 'r-sum'.
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    # 32 characters leave room for a '-NN' suffix inside the 40 a step id may have.
+    base = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")[:32].strip("-") or "step"
     candidate, n = base, 2
-    while candidate in taken or candidate == "synthesis":
+    while candidate in taken or candidate == SYNTHESIS_STEP_ID:
         candidate, n = f"{base}-{n}", n + 1
     return candidate
 
 
-def _update(plan: Plan, edit: UpdateStep) -> list[dict]:
+def _dependency_path(deps: Deps, start: str, goal: str) -> list[str]:
+    """The shortest chain start → its dependency → … → goal, following `deps` (breadth first).
+
+    The caller has checked that `goal` is among the ancestors of `start`."""
+    came_from: dict[str, str | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        if node == goal:
+            break
+        for parent in deps.get(node, ()):
+            if parent not in came_from:
+                came_from[parent] = node
+                queue.append(parent)
+    path = [goal]
+    while (previous := came_from[path[-1]]) is not None:
+        path.append(previous)
+    return path[::-1]
+
+
+def _update(plan: Plan, edit: UpdateStep) -> list[StepData]:
     step = _require(plan, edit.step_id)
-    changes = {
-        name: value
-        for name, value in (
-            ("title", edit.title),
-            ("instruction", edit.instruction),
-            ("role", edit.role),
-            ("tools", list(edit.tools) if edit.tools is not None else None),
-        )
-        if value is not None and value != getattr(step, name)
-    }
+    current = step.model_dump()
+    changes: StepData = {}
+    for name in _UPDATABLE:
+        value = getattr(edit, name)
+        if value is None:
+            continue
+        if name == "tools":
+            value = list(value)
+            # Granted tools are a set (plan_diff agrees): a new order alone changes nothing.
+            if sorted(value) == sorted(current["tools"]):
+                continue
+        elif value == current[name]:
+            continue
+        changes[name] = value
     if not changes:
         raise _refuse(f"nothing to change in step '{edit.step_id}'")
-    return [
-        {**s.model_dump(), **changes} if s.id == edit.step_id else s.model_dump()
-        for s in plan.steps
-    ]
+    return [{**current, **changes} if s.id == edit.step_id else s.model_dump() for s in plan.steps]
 
 
-def _add(plan: Plan, edit: AddStep) -> list[dict]:
+def _add(plan: Plan, edit: AddStep) -> list[StepData]:
     ids = [s.id for s in plan.steps]
     step_id = edit.step_id or slug_for(edit.title, ids)
     if step_id in ids:
         raise _refuse(f"a step '{step_id}' already exists")
     for dep in edit.depends_on:
+        if dep == step_id:
+            raise _refuse(f"a step cannot depend on itself ('{step_id}')")
         _require(plan, dep)
     new = {
         "id": step_id,
@@ -127,21 +161,16 @@ def _add(plan: Plan, edit: AddStep) -> list[dict]:
     return [s.model_dump() for s in plan.steps] + [new]
 
 
-def _delete(plan: Plan, edit: DeleteStep) -> list[dict]:
-    doomed_step = _require(plan, edit.step_id)
+def _delete(plan: Plan, edit: DeleteStep) -> list[StepData]:
+    deleted = _require(plan, edit.step_id)
     if len(plan.steps) == 1:
         raise _refuse(
             f"a plan needs at least one step; add another before deleting '{edit.step_id}'"
         )
     doomed = {edit.step_id}
     if edit.dependents == DependentsPolicy.CASCADE:
-        grew = True
-        while grew:
-            grew = False
-            for s in plan.steps:
-                if s.id not in doomed and doomed & set(s.depends_on):
-                    doomed.add(s.id)
-                    grew = True
+        deps = plan.dependencies()
+        doomed |= {s.id for s in plan.steps if edit.step_id in ancestors(deps, s.id)}
         if len(doomed) == len(plan.steps):
             raise _refuse(
                 f"deleting '{edit.step_id}' with its dependents would leave no steps; "
@@ -151,17 +180,18 @@ def _delete(plan: Plan, edit: DeleteStep) -> list[dict]:
     for s in plan.steps:
         if s.id in doomed:
             continue
-        deps: list[str] = []
+        kept: list[str] = []
         for dep in s.depends_on:
             if dep != edit.step_id:
-                deps.append(dep)
+                kept.append(dep)
             elif edit.dependents == DependentsPolicy.RECONNECT:
-                deps.extend(doomed_step.depends_on)
-        steps.append({**s.model_dump(), "depends_on": list(dict.fromkeys(deps))})
+                kept.extend(deleted.depends_on)
+        # Reconnecting can hand a step a dependency it already had: keep the first.
+        steps.append({**s.model_dump(), "depends_on": list(dict.fromkeys(kept))})
     return steps
 
 
-def _add_dependency(plan: Plan, edit: AddDependency) -> list[dict]:
+def _add_dependency(plan: Plan, edit: AddDependency) -> list[StepData]:
     step = _require(plan, edit.step_id)
     _require(plan, edit.depends_on)
     if edit.step_id == edit.depends_on:
@@ -169,16 +199,22 @@ def _add_dependency(plan: Plan, edit: AddDependency) -> list[dict]:
     if edit.depends_on in step.depends_on:
         raise _refuse(f"step '{edit.step_id}' already depends on '{edit.depends_on}'")
     deps = plan.dependencies()
-    deps[edit.step_id] = deps[edit.step_id] + [edit.depends_on]
-    cycle = find_cycle(deps)
-    if cycle:
-        # find_cycle walks step → its dependency; show it as arrows of the graph instead.
-        path = " → ".join(reversed(cycle))
-        raise _refuse(f"adding {edit.depends_on} → {edit.step_id} would create a cycle: {path}")
-    return [{**s.model_dump(), "depends_on": deps[s.id]} for s in plan.steps]
+    if edit.step_id in ancestors(deps, edit.depends_on):
+        # depends_on already needs step_id; read backwards, that chain is a path of arrows
+        # step_id → … → depends_on, which the new arrow depends_on → step_id would close.
+        arrows = _dependency_path(deps, edit.depends_on, edit.step_id)[::-1] + [edit.step_id]
+        raise _refuse(
+            f"adding {edit.depends_on} → {edit.step_id} would create a cycle: " + " → ".join(arrows)
+        )
+    return [
+        {**s.model_dump(), "depends_on": [*s.depends_on, edit.depends_on]}
+        if s.id == edit.step_id
+        else s.model_dump()
+        for s in plan.steps
+    ]
 
 
-def _remove_dependency(plan: Plan, edit: RemoveDependency) -> list[dict]:
+def _remove_dependency(plan: Plan, edit: RemoveDependency) -> list[StepData]:
     step = _require(plan, edit.step_id)
     if edit.depends_on not in step.depends_on:
         raise _refuse(f"step '{edit.step_id}' does not depend on '{edit.depends_on}'")
@@ -203,6 +239,7 @@ def apply_edit(
     plan: Plan, edit: Edit, *, known_tools: Collection[str], roles: Collection[str] = ROLES
 ) -> Plan:
     """The plan after `edit`, validated like any plan; raises EditRefused and changes nothing."""
+    # Every branch builds fresh dicts from model_dump(), so `plan` itself is only ever read.
     steps = _APPLY[type(edit)](plan, edit)
     try:
         return validate_plan(
@@ -215,13 +252,14 @@ def apply_edit(
 def describe_edit(edit: Edit) -> str:
     """One line for the version's note."""
     if isinstance(edit, UpdateStep):
-        fields = [
-            name
-            for name in ("title", "instruction", "role", "tools")
-            if getattr(edit, name) is not None
-        ]
+        fields = [name for name in _UPDATABLE if getattr(edit, name) is not None]
+        if fields == ["title"]:
+            return f"renamed step '{edit.step_id}'"
+        if not fields:
+            return f"nothing to change in step '{edit.step_id}'"
         return f"changed {', '.join(fields)} of step '{edit.step_id}'"
     if isinstance(edit, AddStep):
+        # Without the plan, a derived id is the slug before any '-2' suffix a clash would add.
         return f"added step '{edit.step_id or slug_for(edit.title, ())}'"
     if isinstance(edit, DeleteStep):
         how = {
