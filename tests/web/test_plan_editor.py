@@ -17,18 +17,6 @@ TASK = "Research the history of tea, then write a short summary"
 
 
 @pytest.fixture
-def alice(make_user):
-    return make_user("alice")
-
-
-@pytest.fixture
-def client_alice(alice) -> Client:
-    c = Client()
-    c.force_login(alice)
-    return c
-
-
-@pytest.fixture
 def run(alice):
     run = Run.objects.create(owner=alice, task=TASK)
     run_plan(run.pk)

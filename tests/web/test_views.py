@@ -12,18 +12,6 @@ from planner_ui.services.runs import run_plan
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def alice(make_user):
-    return make_user("alice")
-
-
-@pytest.fixture
-def client_alice(alice) -> Client:
-    c = Client()
-    c.force_login(alice)
-    return c
-
-
 @pytest.mark.parametrize("name", ["home", "run_list"])
 def test_pages_require_login(client, name):
     response = client.get(reverse(name))
