@@ -89,6 +89,7 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
     def on_event(type: str, payload: dict) -> None:
         event_append(run_id, type, payload, step_id=step_id)
 
+    provider = None  # stays None when choosing the provider is what failed
     try:
         if step.step_id == SYNTHESIS_STEP_ID:
             provider = provider_for("synthesizer")

@@ -169,3 +169,17 @@ def test_irreversible_tool_runs_with_auto_approve(make_user, mailoutbox):
     assert run.status == RunStatus.SUCCEEDED, run.error
     assert [m.to for m in mailoutbox] == [["bob@example.com"]]
     assert mailoutbox[0].subject
+
+
+def test_a_provider_that_cannot_be_built_fails_the_step_with_its_reason(make_user, settings):
+    run = planned(make_user(), "Research tea and coffee")
+    run_approve_plan(run.pk)
+    # The executors' provider is misconfigured after planning: no key for Anthropic.
+    settings.AGENTSITE_PROVIDER = "anthropic"
+    settings.ANTHROPIC_API_KEY = ""
+    run = drive(run)
+    assert run.status == RunStatus.FAILED
+    failed = run.steps.filter(status=StepStatus.FAILED)
+    assert failed.exists()
+    assert all(s.error.startswith("No Anthropic API key: set ANTHROPIC_API_KEY") for s in failed)
+    assert not run.steps.filter(status=StepStatus.RUNNING).exists()
