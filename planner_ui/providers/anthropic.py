@@ -17,6 +17,7 @@ from .base import (
     ModelRequest,
     Provider,
     ProviderError,
+    TextSink,
     ToolCall,
     ToolResult,
     Usage,
@@ -54,7 +55,7 @@ class AnthropicProvider(Provider):
         super().__init__(model)
         self._client = client
 
-    def complete(self, request: ModelRequest) -> ModelReply:
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,

@@ -10,6 +10,7 @@ Messages use a neutral shape so that nothing above a provider file knows a vendo
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +24,15 @@ __all__ = [
     "ProviderError",
     "ToolCall",
     "ToolResult",
+    "TextSink",
     "ToolSpec",
     "Usage",
 ]
 
 Message = dict[str, Any]
+
+# Receives a reply's text piece by piece while the model writes it (streaming providers).
+TextSink = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,9 @@ class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any]
+    # Set when the model's arguments could not be read (e.g. malformed JSON from a small local
+    # model): the executor answers with this error instead of running the tool.
+    parse_error: str = ""
 
 
 @dataclass(frozen=True)
@@ -53,8 +61,23 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Usage:
+    # Every prompt token, cached or not; the cache figures below are parts of it.
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
 
 
 @dataclass(frozen=True)
@@ -93,5 +116,9 @@ class Provider(ABC):
         return f"{self.name}:{self.model}"
 
     @abstractmethod
-    def complete(self, request: ModelRequest) -> ModelReply:
-        """Send one request and return the reply; raise ProviderError on any vendor failure."""
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
+        """Send one request and return the reply; raise ProviderError on any vendor failure.
+
+        A provider that streams passes the reply's text to `on_text` as it arrives; the
+        returned reply holds all of it either way.
+        """

@@ -25,7 +25,16 @@ from typing import Any
 
 from planner_ui.core.plan import MAX_INSTRUCTION_CHARS, MAX_STEPS, SYNTHESIS_STEP_ID
 
-from .base import Message, ModelReply, ModelRequest, Provider, ProviderError, ToolCall, Usage
+from .base import (
+    Message,
+    ModelReply,
+    ModelRequest,
+    Provider,
+    ProviderError,
+    TextSink,
+    ToolCall,
+    Usage,
+)
 
 DEFAULT_MODEL = "offline-v1"
 
@@ -1460,6 +1469,13 @@ def _message_chars(message: Message) -> int:
     return chars
 
 
+def _stream_pieces(text: str, count: int = 8) -> list[str]:
+    """The text cut into about `count` pieces at word boundaries, for simulated streaming."""
+    words = re.split(r"(?<=\s)", text)
+    size = max(1, math.ceil(len(words) / count))
+    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
+
+
 class OfflineProvider(Provider):
     """Plans, executes and synthesizes from the structure of its input; no network, no chance."""
 
@@ -1469,10 +1485,21 @@ class OfflineProvider(Provider):
         super().__init__(model)
         self.latency_s = latency_s
 
-    def complete(self, request: ModelRequest) -> ModelReply:
-        # Simulated latency lets tests prove that parallel branches really overlap.
-        if self.latency_s > 0:
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
+        reply = self._answer(request)
+        # Simulated latency lets tests prove that parallel branches really overlap. With a
+        # listener, the text is "written" across that time, as a streaming model would.
+        if on_text is not None and reply.text:
+            pieces = _stream_pieces(reply.text)
+            for piece in pieces:
+                if self.latency_s > 0:
+                    time.sleep(self.latency_s / len(pieces))
+                on_text(piece)
+        elif self.latency_s > 0:
             time.sleep(self.latency_s)
+        return reply
+
+    def _answer(self, request: ModelRequest) -> ModelReply:
         purpose = request.purpose
         if purpose == "planner":
             return self._reply(request, self._plan(request))

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from planner_ui.providers.base import ModelReply, ModelRequest, Provider, ToolCall, Usage
+from planner_ui.providers.base import (
+    ModelReply,
+    ModelRequest,
+    Provider,
+    TextSink,
+    ToolCall,
+    Usage,
+)
 from planner_ui.tools import ToolContext
 
 # Frozen, so one instance can be every reply's default.
@@ -23,14 +30,17 @@ class ScriptedProvider(Provider):
         self.replies = list(replies)
         self.requests: list[ModelRequest] = []
 
-    def complete(self, request: ModelRequest) -> ModelReply:
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         self.requests.append(request)
         if not self.replies:
             raise AssertionError(
                 f"the script has no reply left for request {len(self.requests)} "
                 f"(purpose {request.purpose!r})"
             )
-        return self.replies.pop(0)
+        answer = self.replies.pop(0)
+        if on_text is not None and answer.text:
+            on_text(answer.text)
+        return answer
 
 
 def reply(
