@@ -8,10 +8,13 @@ ANTHROPIC_API_KEY  optional; without it the deterministic offline provider plans
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import dj_database_url
+
+from planner_ui.core.plan import ROLES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("AGENTSITE_VAR_DIR", BASE_DIR / "var"))
@@ -160,15 +163,59 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_DEFAULT_QUEUE = "agentsite"
 
 # --- Models -------------------------------------------------------------------------------
+# Keys come from here or from an admin's ProviderCredential, which wins; they are never logged.
 ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
 ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
-# "offline" or "anthropic"; default: anthropic when a key is set, else offline.
+# Any server speaking OpenAI's Chat Completions: Ollama (http://localhost:11434/v1), vLLM,
+# llama.cpp's server, LM Studio. Local servers need no key.
+OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+OPENAI_MODEL = os.environ.get("OPENAI_MODEL", "llama3.2")
+# The provider of a route that names only a model: "offline", "anthropic" or "openai".
 AGENTSITE_PROVIDER = os.environ.get(
-    "AGENTSITE_PROVIDER", "anthropic" if ANTHROPIC_API_KEY else "offline"
+    "AGENTSITE_PROVIDER",
+    "anthropic" if ANTHROPIC_API_KEY else "openai" if OPENAI_BASE_URL else "offline",
 )
-AGENTSITE_PLANNER_MODEL = os.environ.get("AGENTSITE_PLANNER_MODEL", "claude-opus-5-5")
-AGENTSITE_EXECUTOR_MODEL = os.environ.get("AGENTSITE_EXECUTOR_MODEL", "claude-sonnet-5-5")
+# Routes are "provider:model" or a bare model id of AGENTSITE_PROVIDER: a strong model plans,
+# a cheaper one executes. Each role may have its own (AGENTSITE_CODER_MODEL, ...); the
+# synthesizer follows the executors unless AGENTSITE_SYNTHESIZER_MODEL says otherwise.
+_planner_default, _executor_default = (
+    (OPENAI_MODEL, OPENAI_MODEL)
+    if AGENTSITE_PROVIDER == "openai"
+    else ("claude-opus-5-5", "claude-sonnet-5-5")
+)
+AGENTSITE_PLANNER_MODEL = os.environ.get("AGENTSITE_PLANNER_MODEL", _planner_default)
+AGENTSITE_EXECUTOR_MODEL = os.environ.get("AGENTSITE_EXECUTOR_MODEL", _executor_default)
+AGENTSITE_SYNTHESIZER_MODEL = os.environ.get("AGENTSITE_SYNTHESIZER_MODEL", "")
+AGENTSITE_ROLE_MODELS = {
+    role: os.environ.get(f"AGENTSITE_{role.upper()}_MODEL", "") for role in ROLES
+}
 AGENTSITE_MODEL_TIMEOUT_S = float(os.environ.get("AGENTSITE_MODEL_TIMEOUT_S", "120"))
+# Retries with backoff on rate limits, overload, server errors and dropped connections.
+AGENTSITE_MODEL_MAX_RETRIES = int(os.environ.get("AGENTSITE_MODEL_MAX_RETRIES", "3"))
+
+# USD per million tokens, by "provider:model", bare model id, or "provider:*". Cache rates
+# default to 0.1x (read) and 1.25x (write) of input. Anthropic's list prices of 2026-11; check
+# them against the vendor's page and override with AGENTSITE_PRICES (a JSON file or JSON text).
+AGENTSITE_PRICES = {
+    "anthropic:claude-opus-5-5": {"input": 4, "output": 20, "cache_read": 0.2, "cache_write": 5},
+    "anthropic:claude-sonnet-5-5": {
+        "input": 2,
+        "output": 10,
+        "cache_read": 0.2,
+        "cache_write": 2.5,
+    },
+    "anthropic:claude-haiku-5-5": {"input": 0.1, "output": 0.5},
+    "anthropic:claude-opus-5": {"input": 5, "output": 25},
+    "anthropic:claude-sonnet-5": {"input": 2, "output": 10},
+    "offline:*": {"input": 0, "output": 0},
+}
+if os.environ.get("AGENTSITE_PRICES"):
+    _prices = os.environ["AGENTSITE_PRICES"].strip()
+    AGENTSITE_PRICES = json.loads(_prices if _prices.startswith("{") else Path(_prices).read_text())
+# A budget every new run starts with unless the person sets one; empty means none.
+AGENTSITE_DEFAULT_BUDGET_TOKENS = os.environ.get("AGENTSITE_DEFAULT_BUDGET_TOKENS", "")
+AGENTSITE_DEFAULT_BUDGET_USD = os.environ.get("AGENTSITE_DEFAULT_BUDGET_USD", "")
 
 # --- Runs and tools -----------------------------------------------------------------------
 AGENTSITE_MAX_TASK_CHARS = 10_000

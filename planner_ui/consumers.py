@@ -73,6 +73,11 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self._replay(self.last_sent)
         await self._send_event(event)
 
+    async def run_text(self, message: dict[str, Any]) -> None:
+        # Live text is not in the event log: it is sent as it comes, with no sequence number,
+        # and a watcher that misses some sees the step's whole output when it finishes.
+        await self.send(text_data=json.dumps({"type": "text", **message["text"]}))
+
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Clients may only ping or ask for a replay; anything else gets a clear error."""
         if text_data is None or len(text_data) > MAX_CLIENT_MESSAGE_CHARS:

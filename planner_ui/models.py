@@ -12,6 +12,33 @@ def _choices(enum: type) -> list[tuple[str, str]]:
     return [(member.value, member.value.replace("_", " ")) for member in enum]
 
 
+# Totals that services.accounting bumps in SQL as each model call is recorded.
+USAGE_COUNTERS = (
+    "tokens_in",
+    "tokens_out",
+    "tokens_cache_read",
+    "tokens_cache_write",
+    "model_calls",
+    "cost_usd",
+)
+
+
+def _save_without(instance: models.Model, owned: tuple[str, ...], kwargs: dict) -> dict:
+    """A plain save() of an existing row must not write back counters that SQL updates own:
+    the instance may have been loaded before the last increment."""
+    if (
+        instance.pk is not None
+        and kwargs.get("update_fields") is None
+        and not kwargs.get("force_insert")
+    ):
+        kwargs["update_fields"] = [
+            f.name
+            for f in instance._meta.concrete_fields
+            if not f.primary_key and f.name not in owned
+        ]
+    return kwargs
+
+
 class Run(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs"
@@ -30,9 +57,17 @@ class Run(models.Model):
     approved_plan = models.ForeignKey(
         "PlanVersion", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The model serving each part ("planner", "executor:<role>", "synthesizer") as
+    # "provider:model", fixed at submission so every worker uses the same ones.
+    routes = models.JSONField(default=dict, blank=True)
+    budget_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
+    tokens_cache_read = models.PositiveBigIntegerField(default=0)
+    tokens_cache_write = models.PositiveBigIntegerField(default=0)
     model_calls = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     last_event_seq = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -46,19 +81,9 @@ class Run(models.Model):
         return f"run {self.pk}: {self.task[:60]}"
 
     def save(self, *args, **kwargs) -> None:
-        # last_event_seq belongs to services.events.event_append, which bumps it in SQL; a
-        # save() of an instance loaded earlier must not write a stale value back.
-        if (
-            self.pk is not None
-            and kwargs.get("update_fields") is None
-            and not kwargs.get("force_insert")
-        ):
-            kwargs["update_fields"] = [
-                f.name
-                for f in self._meta.concrete_fields
-                if not f.primary_key and f.name != "last_event_seq"
-            ]
-        super().save(*args, **kwargs)
+        # last_event_seq belongs to services.events.event_append, the usage totals to
+        # services.accounting; both bump them in SQL.
+        super().save(*args, **_save_without(self, ("last_event_seq", *USAGE_COUNTERS), kwargs))
 
     def move_to(self, status: str) -> None:
         """Change status through the allowed transitions only (see core.status)."""
@@ -130,7 +155,10 @@ class Step(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
+    tokens_cache_read = models.PositiveBigIntegerField(default=0)
+    tokens_cache_write = models.PositiveBigIntegerField(default=0)
     model_calls = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -142,6 +170,9 @@ class Step(models.Model):
 
     def __str__(self) -> str:
         return f"{self.step_id} ({self.status})"
+
+    def save(self, *args, **kwargs) -> None:
+        super().save(*args, **_save_without(self, USAGE_COUNTERS, kwargs))
 
     @property
     def duration_s(self) -> float | None:
@@ -204,3 +235,67 @@ class PlanProposal(models.Model):
 
     def __str__(self) -> str:
         return f"proposal {self.pk} for run {self.run_id} ({self.state})"
+
+
+class ModelCall(models.Model):
+    """One call to a model, as the provider reported it: the ground truth of the accounting."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="calls")
+    # Blank for the planner, which serves the run rather than one step.
+    step_id = models.CharField(max_length=40, blank=True)
+    purpose = models.CharField(max_length=60)
+    role = models.CharField(max_length=40)
+    provider = models.CharField(max_length=40)
+    model = models.CharField(max_length=200)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cache_read_tokens = models.PositiveBigIntegerField(default=0)
+    cache_write_tokens = models.PositiveBigIntegerField(default=0)
+    # Null when the price table does not know the model: unknown, which is not free.
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    stop_reason = models.CharField(max_length=60, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        indexes = [models.Index(fields=["run", "role"])]
+
+    def __str__(self) -> str:
+        return f"{self.purpose} call to {self.provider}:{self.model} in run {self.run_id}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+
+class ProviderCredential(models.Model):
+    """An API key (and endpoint) set by an admin; it takes precedence over the environment."""
+
+    class Provider(models.TextChoices):
+        ANTHROPIC = "anthropic", "Anthropic"
+        OPENAI = "openai", "OpenAI-compatible"
+
+    provider = models.CharField(max_length=20, choices=Provider.choices, unique=True)
+    api_key = models.CharField(max_length=500, blank=True)
+    base_url = models.URLField(
+        max_length=500, blank=True, help_text="Leave empty for the provider's default endpoint."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.get_provider_display()} credentials"
+
+    @property
+    def masked_key(self) -> str:
+        return mask_key(self.api_key)
+
+
+def mask_key(key: str) -> str:
+    """A key as it may be shown back: enough to recognise it, never enough to use it."""
+    if not key:
+        return ""
+    if len(key) < 12:
+        return "•" * 8
+    return f"{key[:3]}…{key[-4:]}"

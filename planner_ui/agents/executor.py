@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from planner_ui.core.errors import StepFailed, ToolError
 from planner_ui.providers.base import ModelRequest, Provider, ToolResult, Usage
@@ -16,6 +16,18 @@ from .prompts import executor_message, executor_system
 EventSink = Callable[[str, dict[str, Any]], None]
 
 MAX_TOOL_RESULT_CHARS = 20_000
+
+
+class LiveText(Protocol):
+    """Where the text of one model call goes while it is written (see services.streaming)."""
+
+    def write(self, piece: str) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+# Makes the LiveText of the n-th model call of a step.
+LiveTextFactory = Callable[[int], LiveText]
 
 
 @dataclass
@@ -35,8 +47,19 @@ class StepOutcome:
     tool_calls: int = 0
 
 
-def _add(a: Usage, b: Usage) -> Usage:
-    return Usage(a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens)
+def stop_reason_failure(stop_reason: str, text: str, who: str = "the model") -> str:
+    """Why a reply with this stop reason cannot be used, or "" when it can."""
+    if stop_reason == "refusal":
+        quoted = text.strip()[:500]
+        return f"{who} refused: {quoted}" if quoted else f"{who} refused"
+    if stop_reason == "max_tokens":
+        return f"{who}'s answer was cut off at its max_tokens limit"
+    if stop_reason == "model_context_window_exceeded":
+        return (
+            f"{who} ran out of context window: the step's instruction, context and tool "
+            "results are longer than the model can read"
+        )
+    return ""
 
 
 def run_step(
@@ -47,6 +70,7 @@ def run_step(
     on_event: EventSink,
     *,
     max_iterations: int = 8,
+    live_text: LiveTextFactory | None = None,
 ) -> StepOutcome:
     """Run one step to its final answer; raise StepFailed with the reason otherwise.
 
@@ -59,30 +83,27 @@ def run_step(
     ]
     outcome = StepOutcome(output="")
     for iteration in range(1, max_iterations + 1):
-        reply = provider.complete(
-            ModelRequest(
-                system=executor_system(step.role),
-                messages=list(messages),
-                tools=[tool.spec() for tool in granted.values()],
-                purpose=f"executor:{step.role}",
+        live = live_text(iteration) if live_text is not None else None
+        try:
+            reply = provider.complete(
+                ModelRequest(
+                    system=executor_system(step.role),
+                    messages=list(messages),
+                    tools=[tool.spec() for tool in granted.values()],
+                    purpose=f"executor:{step.role}",
+                ),
+                on_text=live.write if live is not None else None,
             )
-        )
+        finally:
+            if live is not None:
+                live.flush()
         outcome.model_calls += 1
-        outcome.usage = _add(outcome.usage, reply.usage)
-        on_event(
-            "step.tokens",
-            {
-                "model": reply.model,
-                "input_tokens": reply.usage.input_tokens,
-                "output_tokens": reply.usage.output_tokens,
-                "iteration": iteration,
-            },
-        )
-        if reply.stop_reason == "refusal":
-            raise StepFailed(f"the model refused the step: {reply.text[:500]}")
+        outcome.usage = outcome.usage + reply.usage
+        if reply.stop_reason in ("refusal", "model_context_window_exceeded"):
+            raise StepFailed(stop_reason_failure(reply.stop_reason, reply.text))
         if not reply.tool_calls:
-            if reply.stop_reason == "max_tokens":
-                raise StepFailed("the model's answer was cut off at its max_tokens limit")
+            if failure := stop_reason_failure(reply.stop_reason, reply.text):
+                raise StepFailed(failure)
             outcome.output = reply.text.strip()
             if not outcome.output:
                 raise StepFailed("the model finished without any output")
@@ -98,7 +119,9 @@ def run_step(
                 {"call_id": call.id, "tool": call.name, "arguments": call.arguments},
             )
             tool = granted.get(call.name)
-            if tool is None:
+            if call.parse_error:
+                content, is_error = f"{call.name} was not run: {call.parse_error}", True
+            elif tool is None:
                 content = (
                     f"tool '{call.name}' is not granted to this step; "
                     f"granted tools: {', '.join(granted) or 'none'}"

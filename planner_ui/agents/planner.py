@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from planner_ui.core.errors import PlanValidationError
+from planner_ui.core.errors import PlanValidationError, ReplyUnusable
 from planner_ui.core.plan import Plan, plan_json_schema
 from planner_ui.core.validation import parse_plan_json, validate_plan
 from planner_ui.providers.base import ModelRequest, Provider, ToolSpec, Usage
 
+from .executor import stop_reason_failure
 from .prompts import PLANNER_SYSTEM, planner_message, revision_message
 
 
@@ -56,6 +57,9 @@ def make_plan(
             )
         )
         model = f"{provider.name}:{reply.model}"
+        if reply.stop_reason in ("refusal", "model_context_window_exceeded"):
+            # Asking again with the same input would only get the same answer.
+            raise ReplyUnusable(stop_reason_failure(reply.stop_reason, reply.text, "the planner"))
         try:
             plan = validate_plan(parse_plan_json(reply.text), known_tools=known)
         except PlanValidationError as exc:

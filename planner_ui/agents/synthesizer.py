@@ -7,29 +7,35 @@ from collections.abc import Sequence
 from planner_ui.core.errors import StepFailed
 from planner_ui.providers.base import ModelRequest, Provider
 
-from .executor import StepOutcome
+from .executor import LiveText, StepOutcome, stop_reason_failure
 from .prompts import SYNTHESIZER_SYSTEM, output_block, task_block
 
 
 def synthesize(
-    provider: Provider, task: str, outputs: Sequence[tuple[str, str, str]]
+    provider: Provider,
+    task: str,
+    outputs: Sequence[tuple[str, str, str]],
+    live: LiveText | None = None,
 ) -> StepOutcome:
     blocks = "\n".join(output_block(step_id, title, text) for step_id, title, text in outputs)
-    reply = provider.complete(
-        ModelRequest(
-            system=SYNTHESIZER_SYSTEM,
-            messages=[
-                {
-                    "role": "user",
-                    "content": f"{task_block(task)}\n\nStep outputs, in plan order:\n{blocks}",
-                }
-            ],
-            purpose="synthesizer",
-            max_tokens=8192,
-        )
+    request = ModelRequest(
+        system=SYNTHESIZER_SYSTEM,
+        messages=[
+            {
+                "role": "user",
+                "content": f"{task_block(task)}\n\nStep outputs, in plan order:\n{blocks}",
+            }
+        ],
+        purpose="synthesizer",
+        max_tokens=8192,
     )
-    if reply.stop_reason == "max_tokens":
-        raise StepFailed("the synthesizer's deliverable was cut off at its max_tokens limit")
-    if reply.stop_reason == "refusal" or not reply.text.strip():
+    try:
+        reply = provider.complete(request, on_text=live.write if live is not None else None)
+    finally:
+        if live is not None:
+            live.flush()
+    if failure := stop_reason_failure(reply.stop_reason, reply.text, "the synthesizer"):
+        raise StepFailed(failure)
+    if not reply.text.strip():
         raise StepFailed(f"the synthesizer produced no deliverable ({reply.stop_reason})")
     return StepOutcome(output=reply.text.strip(), usage=reply.usage, model_calls=1)

@@ -42,3 +42,11 @@ class ProviderError(AgentError):
 
 class StepFailed(AgentError):
     """An executor could not finish its step (iteration cap, refusal, provider error)."""
+
+
+class RunStopped(AgentError):
+    """The run stopped (budget spent, cancelled, failed elsewhere): no further model call."""
+
+
+class ReplyUnusable(AgentError):
+    """A model's reply cannot be used: it refused, was cut off or ran out of context."""

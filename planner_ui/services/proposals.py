@@ -6,12 +6,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from planner_ui.agents.planner import revise_plan
-from planner_ui.core.errors import InvalidTransition, ProviderError
+from planner_ui.core.errors import AgentError, InvalidTransition
 from planner_ui.core.plan import Plan
 from planner_ui.models import PlanProposal, PlanVersion
 from planner_ui.providers import provider_for
 from planner_ui.tools import REGISTRY
 
+from .accounting import metered
 from .events import event_append
 from .plans import _lock_for_change, _save_version
 from .queue import enqueue_on_commit
@@ -47,7 +48,7 @@ def proposal_make(proposal_id: int) -> None:
     run = proposal.run
     current = run.plan_versions.get(number=proposal.base_version)
     try:
-        provider = provider_for("planner")
+        provider = metered(run.pk, "", provider_for("planner", run.routes))
         result = revise_plan(
             provider,
             run.task,
@@ -55,7 +56,7 @@ def proposal_make(proposal_id: int) -> None:
             Plan.model_validate(current.plan),
             proposal.note,
         )
-    except ProviderError as exc:
+    except AgentError as exc:
         proposal.state, proposal.error = PlanProposal.State.FAILED, str(exc)
     else:
         proposal.model = result.model

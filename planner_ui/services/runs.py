@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -11,13 +13,15 @@ from django.utils import timezone
 
 from planner_ui.agents.planner import make_plan
 from planner_ui.core import dag
-from planner_ui.core.errors import AgentError, InvalidTransition, ProviderError
+from planner_ui.core.errors import AgentError, InvalidTransition, RunStopped
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
+from planner_ui.core.routing import RouteError
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import PlanVersion, Run, Step
-from planner_ui.providers import provider_for
+from planner_ui.providers import provider_for, routes_for_run
 from planner_ui.tools import REGISTRY
 
+from .accounting import metered
 from .events import event_append
 from .queue import enqueue_on_commit
 
@@ -28,7 +32,21 @@ class RunInputError(AgentError):
     """A person's input for a run was refused; the message says why."""
 
 
-def run_create(*, owner: AbstractBaseUser, task: str, auto_approve: bool = False) -> Run:
+def run_create(
+    *,
+    owner: AbstractBaseUser,
+    task: str,
+    auto_approve: bool = False,
+    routes: Mapping[str, str] | None = None,
+    budget_tokens: int | None = None,
+    budget_usd: Decimal | None = None,
+) -> Run:
+    """Create a run and queue its planning.
+
+    `routes` are the person's choices of model per part ("planner", "executor",
+    "executor:<role>", "synthesizer"); the rest come from the settings. The whole table is
+    stored with the run, so every worker serves it with the same models.
+    """
     task = task.strip()
     if not task:
         raise RunInputError("Describe the task: it is empty.")
@@ -37,10 +55,26 @@ def run_create(*, owner: AbstractBaseUser, task: str, auto_approve: bool = False
         raise RunInputError(
             f"The task is {len(task)} characters long; at most {limit} are allowed."
         )
+    if budget_tokens is not None and budget_tokens <= 0:
+        raise RunInputError("A token budget must be a positive number of tokens.")
+    if budget_usd is not None and budget_usd <= 0:
+        raise RunInputError("A budget in USD must be more than 0.")
+    try:
+        table = routes_for_run(routes)
+    except RouteError as exc:
+        raise RunInputError(str(exc)) from exc
     from planner_ui.tasks import plan_run
 
     with transaction.atomic():
-        run = Run.objects.create(owner=owner, task=task, auto_approve=auto_approve)
+        run = Run.objects.create(
+            owner=owner,
+            task=task,
+            auto_approve=auto_approve,
+            routes={part: route.label for part, route in table.items()},
+            executor_model=table["executor"].label,
+            budget_tokens=budget_tokens,
+            budget_usd=budget_usd,
+        )
         event_append(run.pk, "run.status", {"status": run.status})
         enqueue_on_commit(run.pk, plan_run, run.pk)
     return run
@@ -79,22 +113,21 @@ def run_plan(run_id: int) -> None:
     if run.status != RunStatus.PLANNING or run.plan_versions.exists():
         return  # a redelivered task: planning already happened
     try:
-        provider = provider_for("planner")
+        provider = metered(run_id, "", provider_for("planner", run.routes))
         result = make_plan(provider, run.task, [tool.spec() for tool in REGISTRY.values()])
-    except ProviderError as exc:
+    except RunStopped:
+        return  # the run failed with the reason already (its budget)
+    except AgentError as exc:
         run_fail(run_id, f"The planner failed, so nothing ran: {exc}")
         return
-    tokens_in = sum(a.usage.input_tokens for a in result.attempts)
-    tokens_out = sum(a.usage.output_tokens for a in result.attempts)
     for number, attempt in enumerate(result.attempts, start=1):
         if attempt.errors:
             event_append(run_id, "plan.invalid", {"attempt": number, "errors": attempt.errors})
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status != RunStatus.PLANNING:
+            return  # stopped while the planner worked (its budget spent)
         run.planner_model = result.model
-        run.tokens_in += tokens_in
-        run.tokens_out += tokens_out
-        run.model_calls += len(result.attempts)
         if result.plan is None:
             run.save()
             errors = "; ".join(result.errors)
@@ -141,7 +174,6 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
         run.approved_plan = version
         run.move_to(RunStatus.RUNNING)
         run.started_at = timezone.now()
-        run.executor_model = provider_for("executor").label
         run.save()
         event_append(run_id, "plan.approved", {"number": version.number})
         event_append(run_id, "run.status", {"status": run.status})
@@ -158,7 +190,10 @@ def run_fail(run_id: int, error: str) -> None:
         run.error = error
         run.finished_at = timezone.now()
         run.save()
-        run.steps.filter(status=StepStatus.PENDING).update(status=StepStatus.SKIPPED)
+        # Queued steps never started: their tasks find the run over and do nothing.
+        run.steps.filter(status__in=[StepStatus.PENDING, StepStatus.QUEUED]).update(
+            status=StepStatus.SKIPPED
+        )
         event_append(run_id, "run.status", {"status": run.status, "error": error})
 
 

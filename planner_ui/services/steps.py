@@ -19,9 +19,11 @@ from planner_ui.models import Run, Step
 from planner_ui.providers import provider_for
 from planner_ui.tools import ToolContext
 
+from .accounting import metered
 from .events import event_append
 from .queue import enqueue_on_commit
 from .runs import run_finish_if_done
+from .streaming import text_broadcaster
 
 log = logging.getLogger(__name__)
 
@@ -90,21 +92,13 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
         event_append(run_id, type, payload, step_id=step_id)
 
     provider = None  # stays None when choosing the provider is what failed
+    live_text = text_broadcaster(run_id, step_id)
     try:
         if step.step_id == SYNTHESIS_STEP_ID:
-            provider = provider_for("synthesizer")
-            outcome = synthesize(provider, run.task, _context_for(step))
-            on_event(
-                "step.tokens",
-                {
-                    "model": provider.model,
-                    "input_tokens": outcome.usage.input_tokens,
-                    "output_tokens": outcome.usage.output_tokens,
-                    "iteration": 1,
-                },
-            )
+            provider = metered(run_id, step_id, provider_for("synthesizer", run.routes))
+            outcome = synthesize(provider, run.task, _context_for(step), live_text(1))
         else:
-            provider = provider_for(f"executor:{step.role}")
+            provider = metered(run_id, step_id, provider_for(f"executor:{step.role}", run.routes))
             workspace = settings.AGENTSITE_WORKSPACES_DIR / f"run-{run_id}"
             workspace.mkdir(parents=True, exist_ok=True)
             tool_ctx = ToolContext(
@@ -124,6 +118,7 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
                 tool_ctx,
                 on_event,
                 max_iterations=settings.AGENTSITE_MAX_STEP_ITERATIONS,
+                live_text=live_text,
             )
     except AgentError as exc:
         step_finish(run_id, step_id, error=str(exc), model=getattr(provider, "label", ""))
@@ -152,15 +147,9 @@ def step_finish(
         step.finished_at = timezone.now()
         step.model = model
         if outcome is not None:
+            # Tokens and cost were added call by call (services.accounting).
             step.status = StepStatus.SUCCEEDED
             step.output = outcome.output
-            step.tokens_in = outcome.usage.input_tokens
-            step.tokens_out = outcome.usage.output_tokens
-            step.model_calls = outcome.model_calls
-            run.tokens_in += step.tokens_in
-            run.tokens_out += step.tokens_out
-            run.model_calls += step.model_calls
-            run.save(update_fields=["tokens_in", "tokens_out", "model_calls"])
         else:
             step.status = StepStatus.FAILED
             step.error = error
@@ -173,6 +162,8 @@ def step_finish(
                     "output": step.output,
                     "tokens_in": step.tokens_in,
                     "tokens_out": step.tokens_out,
+                    "model_calls": step.model_calls,
+                    "cost_usd": str(step.cost_usd),
                     "duration_s": step.duration_s,
                     "model": model,
                 },

@@ -58,6 +58,20 @@ def reply(
     )
 
 
+class RecordingLiveText:
+    """A LiveText that keeps what it was given, to check what a watcher would have seen."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.flushes = 0
+
+    def write(self, piece: str) -> None:
+        self.pieces.append(piece)
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+
 @pytest.fixture
 def tool_ctx(tmp_path: Path) -> ToolContext:
     return ToolContext(run_id=1, step_id="step", workspace=tmp_path / "workspace")

@@ -13,7 +13,7 @@ from planner_ui.core.errors import StepFailed
 from planner_ui.providers.base import ToolCall, ToolResult, Usage
 from planner_ui.tools import REGISTRY, ToolContext
 
-from .conftest import ScriptedProvider, reply
+from .conftest import RecordingLiveText, ScriptedProvider, reply
 
 Events = list[tuple[str, dict[str, Any]]]
 
@@ -58,12 +58,8 @@ def test_a_final_answer_without_tools(tool_ctx: ToolContext) -> None:
 
     assert outcome.output == "**42**"
     assert (outcome.model_calls, outcome.tool_calls, outcome.usage) == (1, 0, Usage(120, 7))
-    assert events == [
-        (
-            "step.tokens",
-            {"model": "m-1", "input_tokens": 120, "output_tokens": 7, "iteration": 1},
-        )
-    ]
+    # Tokens are not events of the step: the metered provider records every call.
+    assert events == []
     (request,) = provider.requests
     assert request.purpose == "executor:writer"
     assert request.system == executor_system("writer")
@@ -88,20 +84,12 @@ def test_a_calculator_round_trip(tool_ctx: ToolContext) -> None:
     assert outcome.usage == Usage(250, 15)  # summed across both calls
     assert events == [
         (
-            "step.tokens",
-            {"model": "scripted-1", "input_tokens": 100, "output_tokens": 10, "iteration": 1},
-        ),
-        (
             "step.tool_call",
             {"call_id": "call-1", "tool": "calculator", "arguments": {"expression": "6 * 7"}},
         ),
         (
             "step.tool_result",
             {"call_id": "call-1", "tool": "calculator", "content": "6 * 7 = 42", "is_error": False},
-        ),
-        (
-            "step.tokens",
-            {"model": "scripted-1", "input_tokens": 150, "output_tokens": 5, "iteration": 2},
         ),
     ]
     second = provider.requests[1]
@@ -135,7 +123,7 @@ def test_a_tool_not_granted_is_not_run(tool_ctx: ToolContext) -> None:
 
     assert not (tool_ctx.workspace / "pwned.txt").exists()
     message = "tool 'write_file' is not granted to this step; granted tools: calculator, read_file"
-    assert events[2] == (
+    assert events[1] == (
         "step.tool_result",
         {"call_id": "w", "tool": "write_file", "content": message, "is_error": True},
     )
@@ -166,7 +154,7 @@ def test_invalid_arguments_come_back_as_an_error_naming_the_argument(tool_ctx: T
     outcome, events = run(provider, step("calculator"), tool_ctx)
 
     error = "calculator: invalid arguments: 'expression' field required"
-    assert events[2][1]["content"] == error and events[2][1]["is_error"] is True
+    assert events[1][1]["content"] == error and events[1][1]["is_error"] is True
     assert provider.requests[1].messages[-1]["results"] == [ToolResult("c", error, True)]
     assert outcome.output == "42"
 
@@ -203,7 +191,7 @@ def test_a_long_tool_result_is_truncated(tool_ctx: ToolContext) -> None:
     _, events = run(provider, step("read_file"), tool_ctx)
 
     expected = "x" * MAX_TOOL_RESULT_CHARS + "\n[truncated]"
-    assert events[2][1]["content"] == expected
+    assert events[1][1]["content"] == expected
     assert provider.requests[1].messages[-1]["results"] == [ToolResult("r", expected, False)]
 
 
@@ -222,20 +210,20 @@ def test_the_iteration_cap_fails_the_step(tool_ctx: ToolContext) -> None:
 def test_a_refusal_fails_the_step(tool_ctx: ToolContext) -> None:
     provider = ScriptedProvider([reply("I can't help with that.", stop_reason="refusal")])
     assert step_failure(provider, step(), tool_ctx) == (
-        "the model refused the step: I can't help with that."
+        "the model refused: I can't help with that."
     )
 
 
 def test_a_refusal_quotes_at_most_500_characters(tool_ctx: ToolContext) -> None:
     provider = ScriptedProvider([reply("n" * 600, stop_reason="refusal")])
-    assert step_failure(provider, step(), tool_ctx) == "the model refused the step: " + "n" * 500
+    assert step_failure(provider, step(), tool_ctx) == "the model refused: " + "n" * 500
 
 
 def test_a_refusal_with_tool_calls_runs_none_of_them(tool_ctx: ToolContext) -> None:
     call = ToolCall("w", "write_file", {"path": "x.txt", "content": "x"})
     provider = ScriptedProvider([reply("No.", call, stop_reason="refusal")])
 
-    assert step_failure(provider, step("write_file"), tool_ctx) == "the model refused the step: No."
+    assert step_failure(provider, step("write_file"), tool_ctx) == "the model refused: No."
     assert not (tool_ctx.workspace / "x.txt").exists()
 
 
@@ -297,7 +285,7 @@ def test_every_request_carries_the_same_tools_and_a_growing_history(tool_ctx: To
 
     assert [len(r.messages) for r in provider.requests] == [1, 3, 5]
     assert all(r.tools == [REGISTRY["calculator"].spec()] for r in provider.requests)
-    assert [payload["iteration"] for kind, payload in events if kind == "step.tokens"] == [1, 2, 3]
+    assert [kind for kind, _ in events] == ["step.tool_call", "step.tool_result"] * 2
     assert outcome.usage == Usage(300, 60)
 
 
@@ -320,3 +308,50 @@ def test_the_tool_context_workspace_is_the_one_written(tmp_path: Path) -> None:
     run(provider, step("write_file"), ctx)
 
     assert (tmp_path / "run-7" / "out" / "report.md").read_text() == "# Report"
+
+
+def test_unreadable_tool_arguments_are_answered_with_the_error_not_run(
+    tool_ctx: ToolContext,
+) -> None:
+    broken = ToolCall(
+        "w", "write_file", {}, parse_error="the arguments were not valid JSON: '{\"path\": '"
+    )
+    provider = ScriptedProvider([reply("", broken), reply("Gave up on the file.")])
+
+    outcome, events = run(provider, step("write_file"), tool_ctx)
+
+    assert outcome.output == "Gave up on the file."
+    error = "write_file was not run: the arguments were not valid JSON: '{\"path\": '"
+    assert events[1] == (
+        "step.tool_result",
+        {"call_id": "w", "tool": "write_file", "content": error, "is_error": True},
+    )
+    assert provider.requests[1].messages[-1]["results"] == [ToolResult("w", error, True)]
+    assert not (tool_ctx.workspace.exists() and any(tool_ctx.workspace.iterdir()))
+
+
+def test_running_out_of_context_window_fails_the_step_with_that_reason(
+    tool_ctx: ToolContext,
+) -> None:
+    provider = ScriptedProvider([reply("", stop_reason="model_context_window_exceeded")])
+    assert step_failure(provider, step(), tool_ctx) == (
+        "the model ran out of context window: the step's instruction, context and tool "
+        "results are longer than the model can read"
+    )
+
+
+def test_each_model_call_streams_into_its_own_live_text(tool_ctx: ToolContext) -> None:
+    call = ToolCall("c", "calculator", {"expression": "6 * 7"})
+    provider = ScriptedProvider([reply("Computing.", call), reply("It is 42.")])
+    made: dict[int, RecordingLiveText] = {}
+
+    def live_text(iteration: int) -> RecordingLiveText:
+        made[iteration] = RecordingLiveText()
+        return made[iteration]
+
+    run(provider, step("calculator"), tool_ctx, live_text=live_text)
+
+    assert {n: (t.pieces, t.flushes) for n, t in made.items()} == {
+        1: (["Computing."], 1),
+        2: (["It is 42."], 1),
+    }

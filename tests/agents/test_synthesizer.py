@@ -9,7 +9,7 @@ from planner_ui.agents.synthesizer import synthesize
 from planner_ui.core.errors import StepFailed
 from planner_ui.providers.base import Usage
 
-from .conftest import ScriptedProvider, reply
+from .conftest import RecordingLiveText, ScriptedProvider, reply
 
 OUTPUTS = [
     ("research-b", "Plan B", "B costs 4."),
@@ -45,22 +45,25 @@ def test_the_outputs_reach_the_request_in_order() -> None:
     ]
 
 
-@pytest.mark.parametrize(("text", "stop_reason"), [("", "end_turn"), ("  \n", "refusal")])
-def test_an_empty_reply_fails(text: str, stop_reason: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "stop_reason", "error"),
+    [
+        ("", "end_turn", "the synthesizer produced no deliverable (end_turn)"),
+        ("  \n", "refusal", "the synthesizer refused"),
+        ("I won't.", "refusal", "the synthesizer refused: I won't."),
+        ("# Half", "max_tokens", "the synthesizer's answer was cut off at its max_tokens limit"),
+    ],
+)
+def test_an_unusable_reply_fails_with_its_reason(text: str, stop_reason: str, error: str) -> None:
     provider = ScriptedProvider([reply(text, stop_reason=stop_reason)])
     with pytest.raises(StepFailed) as caught:
         synthesize(provider, "Which plan is cheaper?", OUTPUTS)
-    assert str(caught.value) == f"the synthesizer produced no deliverable ({stop_reason})"
+    assert str(caught.value) == error
 
 
-def test_a_refusal_fails_even_with_text() -> None:
-    provider = ScriptedProvider([reply("I won't.", stop_reason="refusal")])
-    with pytest.raises(StepFailed) as caught:
-        synthesize(provider, "Which plan is cheaper?", OUTPUTS)
-    assert str(caught.value) == "the synthesizer produced no deliverable (refusal)"
 
-
-def test_a_deliverable_cut_off_at_max_tokens_fails() -> None:
-    provider = ScriptedProvider([reply("# Verdict\nA is cheap", stop_reason="max_tokens")])
-    with pytest.raises(StepFailed):
-        synthesize(provider, "Which plan is cheaper?", OUTPUTS)
+def test_the_deliverable_is_streamed_to_the_live_text_and_flushed() -> None:
+    live = RecordingLiveText()
+    provider = ScriptedProvider([reply("# A is cheaper")])
+    synthesize(provider, "Which plan is cheaper?", OUTPUTS, live)
+    assert (live.pieces, live.flushes) == (["# A is cheaper"], 1)

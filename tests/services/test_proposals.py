@@ -8,7 +8,7 @@ import pytest
 
 from planner_ui.core.edits import UpdateStep
 from planner_ui.core.errors import InvalidTransition
-from planner_ui.models import PlanProposal, PlanVersion
+from planner_ui.models import PlanProposal, PlanVersion, Run
 from planner_ui.services.plans import PlanConflict, plan_edit
 from planner_ui.services.proposals import (
     proposal_accept,
@@ -80,6 +80,10 @@ def test_the_model_gets_the_current_plan_and_the_request(run, settings):
         settings.AGENTSITE_PROVIDER = "anthropic"
         settings.ANTHROPIC_API_KEY = "test-key"
         settings.ANTHROPIC_BASE_URL = server.base_url
+        # The run was planned offline; its revisions go to the planner its routes now name.
+        Run.objects.filter(pk=run.pk).update(
+            routes={**run.routes, "planner": "anthropic:claude-opus-5-5"}
+        )
         server.enqueue_text("not a plan")
         server.enqueue_json({"steps": []})
         proposal = proposal_request(run_id=run.pk, base_version=1, note="Drop the coffee step")

@@ -64,8 +64,11 @@ def test_planning_stores_version_one_and_steps_with_a_synthesizer(make_user):
     assert set(synthesis.depends_on) == {i for i in plan_ids if i not in depended_on}
     assert all(s.status == StepStatus.PENDING for s in steps)
     types = list(run.events.values_list("type", flat=True))
-    assert types == ["run.status", "plan.version", "run.status"]
+    assert types == ["run.status", "model.call", "plan.version", "run.status"]
     assert run.tokens_in > 0 and run.model_calls == 1
+    (call,) = run.calls.all()
+    assert (call.role, call.step_id, call.label) == ("planner", "", "offline:offline-v1")
+    assert (call.input_tokens, call.output_tokens) == (run.tokens_in, run.tokens_out)
 
 
 def test_plan_versions_are_immutable(make_user):
@@ -173,10 +176,11 @@ def test_irreversible_tool_runs_with_auto_approve(make_user, mailoutbox):
 
 def test_a_provider_that_cannot_be_built_fails_the_step_with_its_reason(make_user, settings):
     run = planned(make_user(), "Research tea and coffee")
-    run_approve_plan(run.pk)
-    # The executors' provider is misconfigured after planning: no key for Anthropic.
-    settings.AGENTSITE_PROVIDER = "anthropic"
+    # The executors' route names Anthropic, whose key is gone by the time they run.
+    executors = {part: "anthropic:claude-sonnet-5-5" for part in run.routes if part != "planner"}
+    Run.objects.filter(pk=run.pk).update(routes={**run.routes, **executors})
     settings.ANTHROPIC_API_KEY = ""
+    run_approve_plan(run.pk)
     run = drive(run)
     assert run.status == RunStatus.FAILED
     failed = run.steps.filter(status=StepStatus.FAILED)
