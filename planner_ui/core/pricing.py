@@ -101,8 +101,19 @@ class Budget:
         if self.tokens is not None and tokens_used >= self.tokens:
             return f"its budget of {self.tokens:,} tokens is spent ({tokens_used:,} used)"
         if self.usd is not None and usd_used >= self.usd:
-            return f"its budget of ${self.usd:.2f} is spent (${usd_used:.4f} used)"
+            exact = min(max(2, -self.usd.normalize().as_tuple().exponent), 6)
+            return (
+                f"its budget of {dollars(self.usd, exact)} is spent ({dollars(usd_used, 4)} used)"
+            )
         return ""
+
+
+def dollars(amount: Decimal, places: int = 2) -> str:
+    """$1.50; a small amount gets the places it needs to not read as zero: $0.0042."""
+    if amount.quantize(Decimal(1).scaleb(-places)) == 0 and amount != 0:
+        # Two significant digits, to the millionth at most.
+        places = min(max(places, -amount.adjusted() + 1), 6)
+    return f"${amount.quantize(Decimal(1).scaleb(-places)):,}"
 
 
 def _usd(value: Any) -> Decimal:

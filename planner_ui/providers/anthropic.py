@@ -7,9 +7,12 @@ planner_ui.providers.base, and ProviderError when something goes wrong.
 from __future__ import annotations
 
 import json
+import re
+import time
 from typing import Any
 
 import anthropic
+import httpx2
 
 from .base import (
     Message,
@@ -26,6 +29,19 @@ from .base import (
 # A prompt-cache breakpoint. The API caches the request prefix in the order tools, system,
 # messages, so a breakpoint on the system prompt caches the tool definitions too.
 _CACHE_BREAKPOINT = {"type": "ephemeral"}
+
+# Error events that can arrive after a stream has started and are worth trying again: the
+# same kinds the SDK retries when they come as an HTTP status (529 and 500) before the stream.
+_RETRIED_MID_STREAM = {"overloaded_error", "api_error"}
+
+# How the API words a prompt that does not fit the model's context window (a 400):
+# "prompt is too long: 215000 tokens > 200000 maximum", or, counting max_tokens too,
+# "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000". The counts
+# are part of the match so that other 400s that merely mention length stay as they are.
+_CONTEXT_OVERFLOW = re.compile(
+    r"prompt is too long: \d+ tokens? > \d+|exceed context limit: \d+ \+ \d+ > \d+",
+    re.IGNORECASE,
+)
 
 
 def make_client(
@@ -56,52 +72,116 @@ class AnthropicProvider(Provider):
         self._client = client
 
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
-        params: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": request.max_tokens,
-            "messages": _messages_to_wire(request.messages),
-        }
-        if request.system:
-            # A list of one text block rather than a plain string, so it can carry the cache
-            # breakpoint: the system prompt (and the tools before it) is the stable prefix.
-            params["system"] = [
-                {"type": "text", "text": request.system, "cache_control": _CACHE_BREAKPOINT}
-            ]
-        if request.tools:
-            tools = [
-                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
-                for t in request.tools
-            ]
-            # A second breakpoint after the tools keeps them cached when the system prompt
-            # changes from one step to the next while the tools do not.
-            tools[-1]["cache_control"] = _CACHE_BREAKPOINT
-            params["tools"] = tools
-        if request.output_schema is not None:
-            params["output_config"] = {
-                "format": {"type": "json_schema", "schema": _strict_schema(request.output_schema)}
-            }
-        try:
-            reply = self._client.messages.create(**params)
-        except anthropic.APIStatusError as exc:
-            raise _status_error(exc, retries=self._client.max_retries) from exc
-        except anthropic.APITimeoutError as exc:  # a subclass of APIConnectionError: first
-            raise ProviderError(
-                f"The request to Anthropic timed out after {_seconds(self._client.timeout)} s "
-                f"(and {_retries(self._client.max_retries)})."
-            ) from exc
-        except anthropic.APIConnectionError as exc:
-            raise ProviderError(
-                f"Cannot reach the Anthropic API at {self._client.base_url} "
-                f"({_retries(self._client.max_retries)}): {exc.__cause__ or exc}"
-            ) from exc
-        except anthropic.AnthropicError as exc:
+        params = _request_to_wire(self.model, request)
+        # Text already handed to on_text cannot be taken back, so a retry would show it twice.
+        shown = False
+
+        def show(text: str) -> None:
+            nonlocal shown
+            if on_text is not None:
+                shown = True
+                on_text(text)
+
+        retries_taken = 0
+        while True:
+            try:
+                return _reply_from_wire(self._stream(params, show))
+            except anthropic.APIStatusError as exc:
+                # The SDK retries error statuses itself, before the stream starts, but not an
+                # error event in the middle of one. We retry those, as often as the client's
+                # max_retries allows and only while nothing has been shown.
+                may_retry = retries_taken < self._client.max_retries and not shown
+                if _is_mid_stream(exc) and exc.type in _RETRIED_MID_STREAM and may_retry:
+                    time.sleep(min(0.5 * 2**retries_taken, 8.0))
+                    retries_taken += 1
+                    continue
+                raise self._error(exc, retries_taken=retries_taken, shown=shown) from exc
+            except (anthropic.AnthropicError, httpx2.HTTPError) as exc:
+                raise self._error(exc, retries_taken=retries_taken, shown=shown) from exc
+
+    def _stream(self, params: dict[str, Any], on_text: TextSink) -> anthropic.types.Message:
+        # The SDK sends the request (and retries 408/409/429/5xx answers) when the block is
+        # entered; the events then arrive as the model writes them.
+        with self._client.messages.stream(**params) as stream:
+            complete = False
+            for event in stream:
+                if event.type == "text":
+                    on_text(event.text)
+                elif event.type == "message_stop":
+                    complete = True
+            if not complete:
+                raise ProviderError(
+                    "The Anthropic stream ended before the reply was complete "
+                    "(the connection closed without a message_stop event)."
+                )
+            return stream.get_final_message()
+
+    def _error(self, exc: Exception, *, retries_taken: int, shown: bool) -> ProviderError:
+        """Our own error for anything the SDK or its HTTP client raised, without the key."""
+        client = self._client
+        if isinstance(exc, anthropic.APIStatusError) and _is_mid_stream(exc):
+            error = _mid_stream_error(
+                exc, retries=client.max_retries, retries_taken=retries_taken, shown=shown
+            )
+        elif isinstance(exc, anthropic.APIStatusError):
+            error = _status_error(exc, retries=client.max_retries)
+        # Timeouts first: they are connection errors too. The SDK raises its own before the
+        # stream starts (after its retries), httpx2's while reading it (never retried).
+        elif isinstance(exc, anthropic.APITimeoutError):
+            error = ProviderError(
+                f"The request to Anthropic timed out after {_seconds(client.timeout)} s "
+                f"(and {_retries(client.max_retries)})."
+            )
+        elif isinstance(exc, httpx2.TimeoutException):
+            error = ProviderError(
+                "The reply from Anthropic stalled in the middle of the stream for longer than "
+                f"the {_seconds(client.timeout)} s timeout."
+            )
+        elif isinstance(exc, anthropic.APIConnectionError):
+            error = ProviderError(
+                f"Cannot reach the Anthropic API at {client.base_url} "
+                f"({_retries(client.max_retries)}): {exc.__cause__ or exc}"
+            )
+        elif isinstance(exc, httpx2.HTTPError):
+            error = ProviderError(
+                f"The connection to Anthropic broke in the middle of the reply: {exc}"
+            )
+        else:
             # Anything else the SDK raises (e.g. a reply it could not parse) still leaves
             # this file as our own error.
-            raise ProviderError(f"The Anthropic SDK failed: {exc}") from exc
-        return _reply_from_wire(reply)
+            error = ProviderError(f"The Anthropic SDK failed: {exc}")
+        return _redacted(error, client.api_key)
 
 
 # --- to the wire -------------------------------------------------------------------------------
+
+
+def _request_to_wire(model: str, request: ModelRequest) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "messages": _messages_to_wire(request.messages),
+    }
+    if request.system:
+        # A list of one text block rather than a plain string, so it can carry the cache
+        # breakpoint: the system prompt (and the tools before it) is the stable prefix.
+        params["system"] = [
+            {"type": "text", "text": request.system, "cache_control": _CACHE_BREAKPOINT}
+        ]
+    if request.tools:
+        tools = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in request.tools
+        ]
+        # A second breakpoint after the tools keeps them cached when the system prompt
+        # changes from one step to the next while the tools do not.
+        tools[-1]["cache_control"] = _CACHE_BREAKPOINT
+        params["tools"] = tools
+    if request.output_schema is not None:
+        params["output_config"] = {
+            "format": {"type": "json_schema", "schema": _strict_schema(request.output_schema)}
+        }
+    return params
 
 
 def _messages_to_wire(messages: list[Message]) -> list[dict[str, Any]]:
@@ -176,19 +256,32 @@ def _reply_from_wire(reply: anthropic.types.Message) -> ModelReply:
         elif block.type == "tool_use":
             calls.append(ToolCall(id=block.id, name=block.name, arguments=dict(block.input)))
         # Thinking and server-tool blocks carry nothing the neutral shape has room for.
+    if reply.stop_reason == "max_tokens" and calls and reply.content[-1].type == "tool_use":
+        # The limit struck while the model was writing this call's arguments: the SDK reads
+        # the unfinished JSON leniently, so they may be missing keys or values. Ask again.
+        last = calls[-1]
+        calls[-1] = ToolCall(
+            last.id,
+            last.name,
+            last.arguments,
+            parse_error="the arguments were cut off at the max_tokens limit; call the tool again",
+        )
     usage = reply.usage
-    # Cached prompt tokens are reported apart from input_tokens; they are input all the same.
-    input_tokens = (
-        usage.input_tokens
-        + (usage.cache_creation_input_tokens or 0)
-        + (usage.cache_read_input_tokens or 0)
-    )
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_write = usage.cache_creation_input_tokens or 0
     return ModelReply(
         text="".join(texts),
         tool_calls=calls,
-        # Never null on a non-streamed reply; the fallback only guards the type.
+        # Always set once the stream has reached message_stop; the fallback guards the type.
         stop_reason=reply.stop_reason or "end_turn",
-        usage=Usage(input_tokens=input_tokens, output_tokens=usage.output_tokens),
+        usage=Usage(
+            # The API reports cached prompt tokens apart from input_tokens; they are input
+            # all the same, and Usage counts them in.
+            input_tokens=usage.input_tokens + cache_read + cache_write,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        ),
         model=reply.model,
     )
 
@@ -213,9 +306,43 @@ def _status_error(exc: anthropic.APIStatusError, *, retries: int) -> ProviderErr
         text = f"Anthropic is overloaded (529) and {_retries(retries)}: {detail}"
     elif status >= 500:
         text = f"Anthropic had a server error ({status}) and {_retries(retries)}: {detail}"
+    elif status == 400 and _CONTEXT_OVERFLOW.search(detail):
+        text = f"The request is longer than the model's context window: {detail}"
     else:
         text = f"Anthropic refused the request ({status}): {detail}"
     return ProviderError(text.strip(), status=status, body=_body_text(exc.body))
+
+
+def _is_mid_stream(exc: anthropic.APIStatusError) -> bool:
+    # The SDK raises an `event: error` in a stream as a status error carrying the stream's
+    # own status, which was a success.
+    return exc.status_code < 400
+
+
+def _mid_stream_error(
+    exc: anthropic.APIStatusError, *, retries: int, retries_taken: int, shown: bool
+) -> ProviderError:
+    kind = exc.type or "an error"
+    text = f"Anthropic reported {kind} in the middle of the reply: {exc.api_message or exc}"
+    if kind in _RETRIED_MID_STREAM:
+        if retries_taken < retries and shown:
+            text += " (not retried: part of the reply had already been shown)"
+        else:
+            text += f" ({_retries(retries)})"
+    # No HTTP status: the stream itself had answered 200.
+    return ProviderError(text, body=_body_text(exc.body))
+
+
+def _redacted(error: ProviderError, api_key: str | None) -> ProviderError:
+    """The error with the API key blanked out, should a server or proxy ever echo it."""
+    text = str(error)
+    if not api_key or (api_key not in text and api_key not in error.body):
+        return error
+    return ProviderError(
+        text.replace(api_key, "[redacted]"),
+        status=error.status,
+        body=error.body.replace(api_key, "[redacted]"),
+    )
 
 
 def _retries(retries: int) -> str:

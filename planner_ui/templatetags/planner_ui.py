@@ -1,8 +1,10 @@
 import json
+from decimal import Decimal
 
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
+from planner_ui.core.pricing import dollars
 from planner_ui.rendering import markdown_to_safe_html
 
 register = template.Library()
@@ -28,3 +30,19 @@ def seconds(value: float | None) -> str:
         return f"{value:.1f} s"
     minutes, secs = divmod(int(value), 60)
     return f"{minutes} min {secs} s"
+
+
+@register.filter
+def usd(value: Decimal | None) -> str:
+    """$0.0123 for a small cost, $1.50 for a larger one; — when unknown."""
+    if value is None:
+        return "—"
+    amount = Decimal(value)
+    return dollars(amount, 4 if 0 < amount < 1 else 2)
+
+
+@register.filter
+def millis(value: int | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value / 1000:.1f} s" if value >= 1000 else f"{value} ms"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Any
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
@@ -16,12 +19,14 @@ from planner_ui.core.edits import DependentsPolicy
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.plan import ROLES, Plan
 from planner_ui.models import Run
+from planner_ui.providers import provider_status, routes_for_run
 from planner_ui.selectors.runs import (
     run_get_for_user,
     run_graph,
     run_list_for_user,
     tool_calls_by_step,
 )
+from planner_ui.selectors.usage import model_suggestions, run_usage
 from planner_ui.services.plans import PlanConflict
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 from planner_ui.tools import tool_names
@@ -44,13 +49,67 @@ class TaskForm(forms.Form):
         required=False,
         label="Auto-approve: run the plan without review and allow irreversible tools",
     )
+    budget_tokens = forms.IntegerField(
+        required=False, min_value=1, label="Token budget", help_text="input + output, all calls"
+    )
+    budget_usd = forms.DecimalField(
+        required=False,
+        min_value=Decimal("0.0001"),
+        max_digits=12,
+        decimal_places=4,
+        label="Budget in USD",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # One route field per part; empty keeps the configured route shown as placeholder.
+        defaults = routes_for_run(check=False)
+        for part, label in ROUTE_PARTS:
+            self.fields[_route_field(part)] = forms.CharField(
+                required=False,
+                max_length=200,
+                label=label,
+                widget=forms.TextInput(
+                    attrs={"placeholder": defaults[part].label, "list": "model-suggestions"}
+                ),
+            )
+
+    def route_fields(self) -> list[forms.BoundField]:
+        return [self[_route_field(part)] for part, _ in ROUTE_PARTS]
+
+    def routes(self) -> dict[str, str]:
+        return {
+            part: self.cleaned_data[_route_field(part)]
+            for part, _ in ROUTE_PARTS
+            if self.cleaned_data.get(_route_field(part))
+        }
+
+
+ROUTE_PARTS = [
+    ("planner", "Planner"),
+    ("executor", "Executors"),
+    *[(f"executor:{role}", f"{role.capitalize()} executors") for role in ROLES],
+    ("synthesizer", "Synthesizer"),
+]
+
+
+def _route_field(part: str) -> str:
+    return "route_" + part.replace(":", "_")
+
+
+def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
+    return {
+        "form": form,
+        "recent": run_list_for_user(user)[:5],
+        "providers": provider_status(),
+        "model_suggestions": model_suggestions(),
+    }
 
 
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    recent = run_list_for_user(request.user)[:5]
-    return render(request, "planner_ui/home.html", {"form": TaskForm(), "recent": recent})
+    return render(request, "planner_ui/home.html", _form_context(TaskForm(), request.user))
 
 
 @login_required
@@ -63,13 +122,15 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 owner=request.user,
                 task=form.cleaned_data["task"],
                 auto_approve=form.cleaned_data["auto_approve"],
+                routes=form.routes(),
+                budget_tokens=form.cleaned_data["budget_tokens"],
+                budget_usd=form.cleaned_data["budget_usd"],
             )
         except RunInputError as exc:
-            form.add_error("task", str(exc))
+            form.add_error(None, str(exc))
         else:
             return redirect("run_detail", run_id=run.pk)
-    recent = run_list_for_user(request.user)[:5]
-    return render(request, "planner_ui/home.html", {"form": form, "recent": recent}, status=400)
+    return render(request, "planner_ui/home.html", _form_context(form, request.user), status=400)
 
 
 @login_required
@@ -113,6 +174,7 @@ def render_run(
         "policies": [p.value for p in DependentsPolicy],
         "proposal": proposal,
         "proposal_diff": proposal_diff,
+        "usage": run_usage(run),
         "notice": notice,
         "error": error,
     }

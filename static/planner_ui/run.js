@@ -75,6 +75,7 @@
     if (!(e.detail.target && e.detail.target.id === "run-main")) return;
     readRenderedSeq();
     mountGraph();
+    for (const stepId of Object.keys(liveText)) showLiveText(stepId);
     for (const [stepId, status] of Object.entries(seenStatus)) {
       const card = stepCard(stepId);
       if (card && (statusRank[card.dataset.status] || 0) < statusRank[status]) setStepStatus(stepId, status);
@@ -100,6 +101,50 @@
 
   function stepCard(stepId) { return document.getElementById("step-" + stepId); }
 
+  function money(usd) { return "$" + (usd > 0 && usd < 1 ? usd.toFixed(4) : usd.toFixed(2)); }
+
+  // Text a model is writing right now, per step; kept here so a fragment swap does not lose it.
+  const liveText = {};
+  function showLiveText(stepId) {
+    const card = stepCard(stepId);
+    const live = liveText[stepId];
+    if (!card || !live) return;
+    const pre = card.querySelector(".step-live");
+    if (!pre) return;
+    pre.textContent = live.parts.join("\n\n");
+    pre.hidden = false;
+    pre.scrollTop = pre.scrollHeight;
+  }
+  function addLiveText(msg) {
+    const live = liveText[msg.step_id] || (liveText[msg.step_id] = {iteration: 0, parts: []});
+    // Each model call of the step writes its own paragraph.
+    if (msg.iteration !== live.iteration) { live.iteration = msg.iteration; live.parts.push(""); }
+    live.parts[live.parts.length - 1] += msg.text;
+    showLiveText(msg.step_id);
+  }
+  function endLiveText(stepId) {
+    delete liveText[stepId];
+    const card = stepCard(stepId);
+    const pre = card && card.querySelector(".step-live");
+    if (pre) { pre.hidden = true; pre.textContent = ""; }
+  }
+
+  // A model call adds to the run's totals on the page without re-rendering it.
+  function addCall(ev) {
+    const p = ev.payload || {};
+    const header = document.getElementById("run-header");
+    if (!header) return;
+    const t = header.dataset;
+    t.calls = (parseInt(t.calls || "0", 10) + 1).toString();
+    t.tokensIn = (parseInt(t.tokensIn || "0", 10) + p.input_tokens).toString();
+    t.tokensOut = (parseInt(t.tokensOut || "0", 10) + p.output_tokens).toString();
+    if (p.cost_usd !== null) t.cost = (parseFloat(t.cost || "0") + parseFloat(p.cost_usd)).toString();
+    const set = (id, text) => { const el = document.getElementById(id); if (el) el.textContent = text; };
+    set("run-calls", t.calls);
+    set("run-tokens", t.tokensIn + " / " + t.tokensOut);
+    set("run-cost", money(parseFloat(t.cost || "0")));
+  }
+
   function describe(ev) {
     const p = ev.payload || {};
     switch (ev.type) {
@@ -113,6 +158,11 @@
       case "step.queued": return "queued";
       case "step.started": return "started (attempt " + p.attempt + ") on " + p.worker;
       case "step.tokens": return p.input_tokens + " tokens in, " + p.output_tokens + " out (" + p.model + ")";
+      case "model.call":
+        if (p.error) return p.role + " call to " + p.model + " failed after " + p.latency_ms + " ms: " + p.error;
+        return p.role + " call to " + p.model + ": " + p.input_tokens + " tokens in" +
+          (p.cache_read_tokens ? " (" + p.cache_read_tokens + " cached)" : "") + ", " + p.output_tokens + " out, " +
+          (p.cost_usd === null ? "unpriced" : money(parseFloat(p.cost_usd))) + ", " + p.latency_ms + " ms";
       case "step.tool_call": return "calls " + p.tool + " " + JSON.stringify(p.arguments);
       case "step.tool_result": return (p.is_error ? "tool error from " : "result from ") + p.tool + ": " + p.content.slice(0, 300);
       case "step.succeeded": return "succeeded in " + (p.duration_s || 0).toFixed(2) + " s";
@@ -148,16 +198,20 @@
     switch (ev.type) {
       case "step.queued": setStepStatus(ev.step_id, "queued"); break;
       case "step.started": setStepStatus(ev.step_id, "running"); break;
+      case "model.call": addCall(ev); break;
       case "step.succeeded":
         setStepStatus(ev.step_id, "succeeded");
+        endLiveText(ev.step_id);
         if (card) {
           const out = card.querySelector(".step-output");
           out.textContent = p.output; out.hidden = false;
-          card.querySelector(".step-tokens").textContent = p.tokens_in + " / " + p.tokens_out + " tokens";
+          card.querySelector(".step-tokens").textContent = p.model_calls + " call" + (p.model_calls === 1 ? "" : "s") + ", " +
+            p.tokens_in + " / " + p.tokens_out + " tokens, " + money(parseFloat(p.cost_usd || "0"));
         }
         break;
       case "step.failed":
         setStepStatus(ev.step_id, "failed");
+        endLiveText(ev.step_id);
         if (card) { const err = card.querySelector(".step-error"); err.textContent = p.error; err.hidden = false; }
         break;
       case "step.skipped": setStepStatus(ev.step_id, "skipped"); break;
@@ -193,6 +247,7 @@
       let data;
       try { data = JSON.parse(msg.data); } catch (e) { return; }
       if (data.type === "event") apply(data.event);
+      else if (data.type === "text" && !(seenStatus[data.step_id] in {succeeded: 1, failed: 1})) addLiveText(data);
     };
     ws.onclose = (e) => {
       if (e.code === 4401 || e.code === 4404) {

@@ -61,7 +61,6 @@ def test_an_unusable_reply_fails_with_its_reason(text: str, stop_reason: str, er
     assert str(caught.value) == error
 
 
-
 def test_the_deliverable_is_streamed_to_the_live_text_and_flushed() -> None:
     live = RecordingLiveText()
     provider = ScriptedProvider([reply("# A is cheaper")])

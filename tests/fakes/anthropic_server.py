@@ -8,7 +8,9 @@
 
 Tests enqueue replies; the server records every request (lower-cased headers and JSON body)
 and answers POST /v1/messages in the wire format: one JSON body, or an SSE stream when the
-request says "stream": true. Like the real API it refuses a wrong key (401), a missing
+request says "stream": true. Streams can also fail the ways real ones do: an error event
+after the stream has started, a stall, or a connection that closes or resets early. Like the
+real API it refuses a wrong key (401), a missing
 anthropic-version header, and a conversation whose tool_use blocks are not answered by
 tool_result blocks in the next user turn (400), so a mapping bug fails here as it would there.
 """
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import json
 import queue
+import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -54,6 +58,12 @@ class _Reply:
     error_message: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    # Streaming only: pause after the first content delta; stop before message_delta, by
+    # closing the connection ("close") or resetting it ("reset"); or send this error event
+    # instead of the content blocks' ends.
+    stall_s: float = 0.0
+    cut: str = ""
+    stream_error: dict[str, str] | None = None
 
 
 def _usage(usage: dict[str, int]) -> dict[str, int]:
@@ -88,21 +98,33 @@ class FakeAnthropic:
         *,
         stop_reason: str = "end_turn",
         delay_s: float = 0.0,
+        stall_s: float = 0.0,
+        cut: str = "",
         **usage: int,
     ) -> None:
         """Any content blocks, as the API would return them. Usage defaults to 10 in, 5 out;
         pass input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens.
-        `delay_s` holds the answer back, to test timeouts."""
+        `delay_s` holds the whole answer back, to test timeouts.
+
+        When streamed: `stall_s` pauses after the first content delta, to test a stream that
+        stalls; `cut="close"` or `cut="reset"` ends the connection after the content blocks,
+        before message_delta and message_stop, cleanly or with a TCP reset."""
+        if cut not in ("", "close", "reset"):
+            raise ValueError(f"cut must be 'close' or 'reset', not {cut!r}")
         self._replies.put(
-            _Reply(content=content, stop_reason=stop_reason, usage=_usage(usage), delay_s=delay_s)
+            _Reply(
+                content=content,
+                stop_reason=stop_reason,
+                usage=_usage(usage),
+                delay_s=delay_s,
+                stall_s=stall_s,
+                cut=cut,
+            )
         )
 
-    def enqueue_text(
-        self, text: str, *, stop_reason: str = "end_turn", delay_s: float = 0.0, **usage: int
-    ) -> None:
-        self.enqueue_reply(
-            [{"type": "text", "text": text}], stop_reason=stop_reason, delay_s=delay_s, **usage
-        )
+    def enqueue_text(self, text: str, *, stop_reason: str = "end_turn", **options: Any) -> None:
+        """One text block; `options` as for enqueue_reply (timing, cut, usage)."""
+        self.enqueue_reply([{"type": "text", "text": text}], stop_reason=stop_reason, **options)
 
     def enqueue_json(self, data: Any, **usage: int) -> None:
         """A structured-output reply: the JSON document is the reply's only text block."""
@@ -133,6 +155,21 @@ class FakeAnthropic:
             headers["retry-after-ms"] = "1"
         self._replies.put(
             _Reply(status=status, error_type=error_type, error_message=message, headers=headers)
+        )
+
+    def enqueue_stream_error(
+        self, error_type: str = "overloaded_error", message: str = "Overloaded", *, text: str = ""
+    ) -> None:
+        """A stream that starts (200, message_start), optionally streams `text`, then sends
+        `event: error` and ends, as the API does when it fails mid-reply. The SDK does not
+        retry it. Only a streaming request may take this reply."""
+        content = [{"type": "text", "text": text}] if text else []
+        self._replies.put(
+            _Reply(
+                content=content,
+                usage=_usage({}),
+                stream_error={"type": error_type, "message": message},
+            )
         )
 
     @property
@@ -204,7 +241,13 @@ class FakeAnthropic:
                     "usage": reply.usage,
                 }
                 if body.get("stream"):
-                    return self._stream(message)
+                    return self._stream(message, reply)
+                if reply.stream_error or reply.stall_s or reply.cut:
+                    return self._error(
+                        400,
+                        "invalid_request_error",
+                        "FakeAnthropic: this reply was enqueued for a streaming request",
+                    )
                 self._send(200, message)
 
             def _send(
@@ -237,16 +280,42 @@ class FakeAnthropic:
                     headers,
                 )
 
-            def _stream(self, message: dict[str, Any]) -> None:
+            def _stream(self, message: dict[str, Any], reply: _Reply) -> None:
                 # HTTP/1.0 without content-length: closing the connection ends the stream.
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("cache-control", "no-cache")
                 self.send_header("request-id", _request_id())
                 self.end_headers()
-                for name, data in _sse_events(message):
+                events = _sse_events(message)
+                if reply.stream_error:
+                    # The error takes the place of everything from the first block's end on.
+                    end = next(
+                        i
+                        for i, (name, _) in enumerate(events)
+                        if name in ("content_block_stop", "message_delta")
+                    )
+                    events = [
+                        *events[:end],
+                        ("error", {"type": "error", "error": reply.stream_error}),
+                    ]
+                elif reply.cut:
+                    events = [e for e in events if e[0] not in ("message_delta", "message_stop")]
+                stalled = False
+                for name, data in events:
                     self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
                     self.wfile.flush()
+                    if reply.stall_s and name == "content_block_delta" and not stalled:
+                        stalled = True
+                        time.sleep(reply.stall_s)
+                if reply.cut == "reset":
+                    # SO_LINGER with a zero timeout makes close() send RST instead of FIN. The
+                    # socket closes for real only once the reader made from it is closed too.
+                    self.connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
+                    self.rfile.close()
+                    self.connection.close()
 
         return Handler
 
@@ -312,6 +381,9 @@ def _sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The same message as the API streams it: start, one start/deltas/stop per content
     block, then the stop reason and final usage, then stop."""
     usage = message["usage"]
+    # As the API does: message_start carries the prompt's figures (cache ones included) and a
+    # first output count; message_delta carries only the cumulative output_tokens, and the
+    # SDK keeps message_start's figures for the fields it leaves out.
     start_usage = {**usage, "output_tokens": 1}
     events: list[tuple[str, dict[str, Any]]] = [
         (
@@ -361,8 +433,7 @@ def _sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-                # Cumulative totals, as the API sends them.
-                "usage": usage,
+                "usage": {"output_tokens": usage["output_tokens"]},
             },
         ),
         ("message_stop", {"type": "message_stop"}),

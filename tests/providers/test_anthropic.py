@@ -1,6 +1,7 @@
 """The Anthropic provider through the real SDK, against a local server speaking its protocol.
 
 Nothing here patches our code or the SDK: the SDK makes real HTTP requests to FakeAnthropic.
+The provider always streams, so every test here goes through the SDK's streaming path.
 """
 
 from __future__ import annotations
@@ -15,10 +16,18 @@ import pytest
 
 from planner_ui.core.plan import Plan, plan_json_schema
 from planner_ui.providers.anthropic import AnthropicProvider, make_client
-from planner_ui.providers.base import ModelRequest, ProviderError, ToolCall, ToolResult, ToolSpec
+from planner_ui.providers.base import (
+    ModelRequest,
+    ProviderError,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
 from tests.fakes.anthropic_server import FakeAnthropic
 
 MODEL = "claude-sonnet-5-5"
+LONG_TEXT = "A reply long enough to arrive in several pieces, as a real stream would deliver it."
 # The ids agentsite/settings.py defaults to for the planner and the executors.
 DEFAULT_MODELS = ["claude-opus-5-5", "claude-sonnet-5-5"]
 CALCULATOR = ToolSpec(
@@ -32,6 +41,8 @@ CALCULATOR = ToolSpec(
 def server():
     with FakeAnthropic() as fake:
         yield fake
+    # Every request, whatever the test, went out as a stream.
+    assert all(request.body.get("stream") is True for request in fake.requests)
 
 
 def provider(
@@ -54,6 +65,13 @@ def ask(**kwargs) -> ModelRequest:
     return ModelRequest(**kwargs)
 
 
+class Pieces(list):
+    """An on_text sink that keeps what it was given."""
+
+    def __call__(self, text: str) -> None:
+        self.append(text)
+
+
 def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -70,8 +88,9 @@ def test_a_text_reply_maps_text_stop_reason_model_and_usage(server):
     assert reply.tool_calls == []
     assert reply.stop_reason == "end_turn"
     assert reply.model == MODEL
-    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (12, 3)
+    assert reply.usage == Usage(input_tokens=12, output_tokens=3)
     body = server.requests[0].body
+    assert body["stream"] is True
     assert body["model"] == MODEL
     assert body["max_tokens"] == 321
     assert body["messages"] == [{"role": "user", "content": "Say hi"}]
@@ -88,16 +107,33 @@ def test_the_key_and_api_version_arrive_as_headers(server):
     assert sent.headers["anthropic-version"]
 
 
-def test_cached_input_tokens_count_as_input(server):
+def test_on_text_receives_the_reply_in_pieces(server):
+    server.enqueue_text(LONG_TEXT)
+    pieces = Pieces()
+    reply = provider(server).complete(ask(), on_text=pieces)
+    assert len(pieces) > 1
+    assert "".join(pieces) == reply.text == LONG_TEXT
+
+
+def test_cached_input_tokens_count_as_input_and_are_reported_apart(server):
+    # The fake sends the cache figures in message_start only, and the cumulative
+    # output_tokens in message_delta, as the API does: the SDK must keep both.
     server.enqueue_text(
         "ok",
         input_tokens=5,
-        output_tokens=1,
+        output_tokens=7,
         cache_read_input_tokens=100,
         cache_creation_input_tokens=20,
     )
     reply = provider(server).complete(ask())
-    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (125, 1)
+    assert reply.usage == Usage(
+        input_tokens=125, output_tokens=7, cache_read_tokens=100, cache_write_tokens=20
+    )
+
+
+def test_a_reply_without_cache_figures_reports_no_cache_tokens(server):
+    server.enqueue_text("ok", input_tokens=9, output_tokens=2)
+    assert provider(server).complete(ask()).usage == Usage(input_tokens=9, output_tokens=2)
 
 
 def test_the_system_prompt_and_the_tools_carry_cache_control(server):
@@ -130,9 +166,14 @@ def test_structured_output_sends_the_plan_schema_and_the_reply_parses(server):
         "steps": [{"id": "a", "title": "A", "instruction": "do", "role": "writer"}],
     }
     server.enqueue_json(plan)
-    reply = provider(server).complete(ask(output_schema=plan_json_schema(), purpose="planner"))
+    pieces = Pieces()
+    reply = provider(server).complete(
+        ask(output_schema=plan_json_schema(), purpose="planner"), on_text=pieces
+    )
     assert json.loads(reply.text) == plan
     Plan.model_validate_json(reply.text)
+    # The JSON document streams like any text, in pieces that are not JSON on their own.
+    assert len(pieces) > 1 and "".join(pieces) == reply.text
 
     output_config = server.requests[0].body["output_config"]
     assert output_config["format"]["type"] == "json_schema"
@@ -193,6 +234,47 @@ def test_a_tool_use_round_trip(server):
             }
         ],
     }
+
+
+def test_streamed_tool_arguments_parse_into_the_tool_call(server):
+    # Long enough that the fake sends the JSON in several input_json_delta pieces.
+    arguments = {
+        "expression": "6*7 + 1000 - 3",
+        "precision": 2,
+        "options": {"round": True, "tags": ["a", "b"], "note": None},
+    }
+    tool_use_id = server.enqueue_tool_use("calculator", arguments, text="Computing.")
+    pieces = Pieces()
+    reply = provider(server).complete(ask(tools=[CALCULATOR]), on_text=pieces)
+    assert reply.tool_calls == [ToolCall(tool_use_id, "calculator", arguments)]
+    assert reply.stop_reason == "tool_use"
+    # Only text reaches on_text, never the tool's JSON.
+    assert "".join(pieces) == reply.text == "Computing."
+
+
+def test_a_tool_call_cut_off_at_max_tokens_is_marked_unreadable(server):
+    # The SDK reads unfinished tool JSON leniently, so the arguments of the call the limit
+    # interrupted cannot be trusted; the call before it finished and stays as it is.
+    server.enqueue_reply(
+        [
+            {"type": "tool_use", "id": "toolu_done", "name": "calculator", "input": {"a": 1}},
+            {"type": "tool_use", "id": "toolu_cut", "name": "calculator", "input": {"a": 2}},
+        ],
+        stop_reason="max_tokens",
+    )
+    done, cut = provider(server).complete(ask(tools=[CALCULATOR])).tool_calls
+    assert done == ToolCall("toolu_done", "calculator", {"a": 1})
+    assert (cut.id, cut.arguments) == ("toolu_cut", {"a": 2})
+    assert cut.parse_error == (
+        "the arguments were cut off at the max_tokens limit; call the tool again"
+    )
+
+
+@pytest.mark.parametrize("stop_reason", ["refusal", "model_context_window_exceeded"])
+def test_stop_reasons_the_agents_fail_on_map_through(server, stop_reason):
+    server.enqueue_text("I can only say this much", stop_reason=stop_reason)
+    reply = provider(server).complete(ask())
+    assert (reply.stop_reason, reply.text) == (stop_reason, "I can only say this much")
 
 
 def test_a_failed_tool_goes_back_with_is_error_and_no_empty_text_block(server):
@@ -266,6 +348,28 @@ def test_a_wrong_key_names_the_variable_to_fix(server):
     assert server.requests[0].api_key == "wrong"
 
 
+def test_the_key_never_appears_in_an_error(server):
+    secret = "sk-ant-api03-very-secret-key"
+    with pytest.raises(ProviderError) as exc:
+        provider(server, key=secret).complete(ask())
+    assert "ANTHROPIC_API_KEY" in str(exc.value)
+    assert secret not in str(exc.value) and secret not in exc.value.body
+    assert server.requests[0].api_key == secret
+
+
+def test_a_key_echoed_by_the_server_is_blanked_out(server):
+    # The real API does not echo keys; a proxy in between might.
+    server.enqueue_error(401, "authentication_error", "key test-key was revoked")
+    with pytest.raises(ProviderError) as exc:
+        provider(server).complete(ask())
+    assert str(exc.value) == (
+        "Anthropic rejected the API key (401 authentication_error): check ANTHROPIC_API_KEY. "
+        "key [redacted] was revoked"
+    )
+    assert "test-key" not in exc.value.body
+    assert json.loads(exc.value.body)["error"]["message"] == "key [redacted] was revoked"
+
+
 def test_overloaded_without_retries_is_an_error(server):
     server.enqueue_error(529, "overloaded_error", "Overloaded")
     with pytest.raises(ProviderError) as exc:
@@ -298,6 +402,16 @@ def test_overloaded_twice_with_one_retry_says_so(server):
     assert str(exc.value) == "Anthropic is overloaded (529) and 1 retry did not help: Overloaded"
 
 
+def test_rate_limited_then_success_is_retried_by_the_sdk(server):
+    server.enqueue_error(429, "rate_limit_error", "Too many requests")
+    server.enqueue_text("fine now")
+    pieces = Pieces()
+    reply = provider(server, retries=1).complete(ask(), on_text=pieces)
+    assert reply.text == "".join(pieces) == "fine now"
+    assert len(server.requests) == 2
+    assert server.requests[1].headers["x-stainless-retry-count"] == "1"
+
+
 def test_rate_limited(server):
     server.enqueue_error(
         429, "rate_limit_error", "Number of request tokens has exceeded your limit"
@@ -322,11 +436,138 @@ def test_a_server_error(server):
 
 
 def test_a_bad_request_shows_the_apis_message(server):
-    server.enqueue_error(400, "invalid_request_error", "prompt is too long")
+    server.enqueue_error(400, "invalid_request_error", "max_tokens: Input should be > 0")
     with pytest.raises(ProviderError) as exc:
         provider(server).complete(ask())
     assert exc.value.status == 400
-    assert str(exc.value) == "Anthropic refused the request (400): prompt is too long"
+    assert str(exc.value) == "Anthropic refused the request (400): max_tokens: Input should be > 0"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "prompt is too long: 215000 tokens > 200000 maximum",
+        "input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000",
+    ],
+)
+def test_a_prompt_too_long_for_the_context_window_says_so(server, message):
+    server.enqueue_error(400, "invalid_request_error", message)
+    with pytest.raises(ProviderError) as exc:
+        provider(server).complete(ask())
+    assert exc.value.status == 400
+    assert str(exc.value) == f"The request is longer than the model's context window: {message}"
+    assert json.loads(exc.value.body)["error"]["message"] == message
+
+
+# --- errors in the middle of a stream ---------------------------------------------------------
+
+
+def test_an_error_event_mid_stream_is_a_clear_error(server):
+    server.enqueue_stream_error("overloaded_error", "Overloaded", text="The answer is")
+    pieces = Pieces()
+    with pytest.raises(ProviderError) as exc:
+        provider(server, retries=0).complete(ask(), on_text=pieces)
+    assert str(exc.value) == (
+        "Anthropic reported overloaded_error in the middle of the reply: Overloaded "
+        "(retries are off)"
+    )
+    # The HTTP status was 200: the error came inside the stream.
+    assert exc.value.status is None
+    assert json.loads(exc.value.body)["error"] == {
+        "type": "overloaded_error",
+        "message": "Overloaded",
+    }
+    assert "".join(pieces) == "The answer is"
+
+
+@pytest.mark.parametrize(
+    ("text_before_error", "watch"),
+    [("", True), ("Half an answer", False)],
+    ids=["nothing-streamed-yet", "text-streamed-but-nobody-watching"],
+)
+def test_an_error_event_mid_stream_is_retried_while_nothing_was_shown(
+    server, text_before_error, watch
+):
+    server.enqueue_stream_error("overloaded_error", "Overloaded", text=text_before_error)
+    server.enqueue_text("The whole answer.")
+    pieces = Pieces()
+    reply = provider(server, retries=1).complete(ask(), on_text=pieces if watch else None)
+    assert reply.text == "The whole answer."
+    assert len(server.requests) == 2
+    if watch:
+        assert "".join(pieces) == "The whole answer."
+
+
+def test_an_error_event_after_shown_text_is_not_retried(server):
+    # A retry would stream the start of the reply to on_text a second time.
+    server.enqueue_stream_error("api_error", "Internal server error", text="Half an answer")
+    server.enqueue_text("never asked for")
+    pieces = Pieces()
+    with pytest.raises(ProviderError) as exc:
+        provider(server, retries=2).complete(ask(), on_text=pieces)
+    assert str(exc.value) == (
+        "Anthropic reported api_error in the middle of the reply: Internal server error "
+        "(not retried: part of the reply had already been shown)"
+    )
+    assert len(server.requests) == 1 and server.pending == 1
+
+
+def test_error_events_mid_stream_are_retried_at_most_max_retries_times(server):
+    server.enqueue_stream_error()
+    server.enqueue_stream_error()
+    server.enqueue_text("never asked for")
+    with pytest.raises(ProviderError) as exc:
+        provider(server, retries=1).complete(ask(), on_text=Pieces())
+    assert str(exc.value) == (
+        "Anthropic reported overloaded_error in the middle of the reply: Overloaded "
+        "(1 retry did not help)"
+    )
+    assert len(server.requests) == 2 and server.pending == 1
+
+
+def test_other_error_events_mid_stream_are_not_retried(server):
+    server.enqueue_stream_error("invalid_request_error", "Output blocked by content filtering")
+    server.enqueue_text("never asked for")
+    with pytest.raises(ProviderError) as exc:
+        provider(server, retries=2).complete(ask())
+    assert str(exc.value) == (
+        "Anthropic reported invalid_request_error in the middle of the reply: "
+        "Output blocked by content filtering"
+    )
+    assert len(server.requests) == 1
+
+
+def test_a_stream_that_stalls_past_the_timeout(server):
+    server.enqueue_text(LONG_TEXT, stall_s=1.0)
+    pieces = Pieces()
+    with pytest.raises(ProviderError) as exc:
+        provider(server, timeout=0.3, retries=2).complete(ask(), on_text=pieces)
+    assert str(exc.value) == (
+        "The reply from Anthropic stalled in the middle of the stream for longer than the "
+        "0.3 s timeout."
+    )
+    assert pieces and LONG_TEXT.startswith("".join(pieces))
+    # Not retried: the stream had started.
+    assert len(server.requests) == 1
+
+
+def test_a_stream_that_ends_before_message_stop(server):
+    server.enqueue_text(LONG_TEXT, cut="close")
+    with pytest.raises(ProviderError) as exc:
+        provider(server).complete(ask())
+    assert str(exc.value) == (
+        "The Anthropic stream ended before the reply was complete "
+        "(the connection closed without a message_stop event)."
+    )
+
+
+def test_a_stream_whose_connection_is_reset(server):
+    server.enqueue_text(LONG_TEXT, cut="reset")
+    with pytest.raises(ProviderError) as exc:
+        provider(server).complete(ask())
+    assert str(exc.value).startswith(
+        "The connection to Anthropic broke in the middle of the reply: "
+    )
 
 
 def test_an_empty_queue_is_a_clear_error_and_not_retried(server):
@@ -375,13 +616,14 @@ def test_the_default_models_are_known_and_not_deprecated(server, model):
 
 
 def test_the_deprecation_check_above_can_fail(server):
-    # The SDK warns in messages.create for ids in its DEPRECATED_MODELS; prove it still does.
+    # The SDK warns in messages.stream (as in .create) for ids in its DEPRECATED_MODELS; prove
+    # it still does.
     server.enqueue_text("ok")
     with pytest.warns(DeprecationWarning, match="claude-sonnet-4-5"):
         provider(server, model="claude-sonnet-4-5").complete(ask())
 
 
-# --- the fake's stream, for later streaming work ----------------------------------------------
+# --- the fake's stream, through the SDK directly ----------------------------------------------
 
 
 def test_the_fake_streams_text_as_the_sdk_expects(server):

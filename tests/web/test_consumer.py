@@ -119,3 +119,29 @@ async def test_a_missing_run_is_refused_like_another_users(make_user):
     _, _, cookie = await _setup(make_user)
     ws, connected, code = await _connect(999_999, cookie)
     assert not connected and code == 4404
+
+
+async def test_live_text_reaches_the_owner_coalesced_and_unlogged(make_user):
+    from planner_ui.services.streaming import text_broadcaster
+
+    _, run, cookie = await _setup(make_user)
+    ws, connected, _ = await _connect(run.pk, cookie)
+    assert connected
+    assert await _receive_events_until_replay_done(ws) == []
+
+    def write() -> None:
+        live = text_broadcaster(run.pk, "draft")(2)
+        for piece in ["Tea ", "has ", "less ", "caffeine."]:
+            live.write(piece)
+        live.flush()
+
+    await database_sync_to_async(write)()
+    received = ""
+    while received != "Tea has less caffeine.":
+        message = json.loads(await ws.receive_from(timeout=5))
+        assert (message["type"], message["step_id"], message["iteration"]) == ("text", "draft", 2)
+        received += message["text"]
+    # Live text is for watching only: the run's event log has none of it.
+    count = await database_sync_to_async(lambda: run.events.count())()
+    assert count == 0
+    await ws.disconnect()

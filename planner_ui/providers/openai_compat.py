@@ -1,0 +1,465 @@
+"""OpenAI's Chat Completions API through the official SDK (openai 3.x).
+
+Many servers speak this protocol besides OpenAI itself: Ollama (http://localhost:11434/v1),
+vLLM, llama.cpp's server, LM Studio. They differ in details (missing usage, missing tool call
+ids, malformed tool arguments from small models, error bodies of every shape), so this file
+reads replies leniently and reports failures plainly.
+
+The vendor's wire format and its exceptions stay in this file: everything above it sees only
+planner_ui.providers.base, and ProviderError when something goes wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletionChunk
+
+from .base import (
+    Message,
+    ModelReply,
+    ModelRequest,
+    Provider,
+    ProviderError,
+    TextSink,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+
+# Local servers ignore the key, but the SDK refuses to build a client without one.
+NO_KEY_PLACEHOLDER = "not-needed"
+
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+# Phrases servers use when a prompt does not fit: OpenAI and vLLM ("maximum context length"),
+# llama.cpp ("exceeds the available context size"), others ("too many tokens").
+_CONTEXT_PHRASES = (
+    "context length",
+    "maximum context",
+    "context window",
+    "context size",
+    "too many tokens",
+    "prompt is too long",
+)
+_QUOTED_ARGUMENTS_CHARS = 200
+_QUOTED_BODY_CHARS = 500
+
+
+def make_client(
+    *, api_key: str, base_url: str, timeout: float = 120.0, max_retries: int = 2
+) -> openai.OpenAI:
+    """The only place a client is built, so tests can point the real SDK at a local server.
+
+    `base_url` is required: without it the SDK would read OPENAI_BASE_URL itself or fall back
+    to api.openai.com, and a run meant for a local model would quietly go elsewhere.
+    `max_retries` covers 408, 409, 429 and 5xx answers and connection errors; the SDK honours
+    the server's retry-after-ms and retry-after headers.
+    """
+    if not base_url:
+        raise ProviderError(
+            "No OpenAI-compatible server configured: set OPENAI_BASE_URL (e.g. "
+            "http://localhost:11434/v1 for Ollama, https://api.openai.com/v1 for OpenAI) or "
+            "add it in the admin."
+        )
+    return openai.OpenAI(
+        api_key=api_key or NO_KEY_PLACEHOLDER,
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+class OpenAICompatProvider(Provider):
+    name = "openai"
+
+    def __init__(self, model: str, client: openai.OpenAI) -> None:
+        super().__init__(model)
+        self._client = client
+        # max_tokens is what Ollama, LM Studio and older llama.cpp servers read (they ignore
+        # max_completion_tokens, leaving the reply unbounded); OpenAI's reasoning models refuse
+        # it by name, and then we switch for the rest of this provider's life.
+        self._max_tokens_param = "max_tokens"
+
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": _messages_to_wire(request.system, request.messages),
+            self._max_tokens_param: request.max_tokens,
+            # Always streamed: a slow local model then never trips the read timeout while it
+            # is still writing, and on_text gets the text as it comes.
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.input_schema,
+                    },
+                }
+                for t in request.tools
+            ]
+        if request.output_schema is not None:
+            # Not strict: strict mode demands a schema subset (every property required, no
+            # defaults) that local servers enforce unevenly. Our pydantic models validate the
+            # reply in full afterwards anyway.
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "output", "schema": request.output_schema, "strict": False},
+            }
+        try:
+            stream = self._open(params)
+        except openai.OpenAIError as exc:
+            raise self._error(exc) from exc
+        reply = _StreamedReply()
+        for chunk in self._chunks(stream):
+            if text := reply.add(chunk):
+                if on_text is not None:
+                    on_text(text)
+        return reply.finish(fallback_model=self.model, base_url=self._base_url)
+
+    def _open(self, params: dict[str, Any]) -> openai.Stream[ChatCompletionChunk]:
+        try:
+            return self._client.chat.completions.create(**params)
+        except openai.BadRequestError as exc:
+            refused = exc.param == "max_tokens" and exc.code == "unsupported_parameter"
+            if not refused or "max_tokens" not in params:
+                raise  # e.g. a max_tokens too large for the model: the other name fails too
+            self._max_tokens_param = "max_completion_tokens"
+            params["max_completion_tokens"] = params.pop("max_tokens")
+            return self._client.chat.completions.create(**params)
+
+    def _chunks(self, stream: openai.Stream[ChatCompletionChunk]) -> Iterator[ChatCompletionChunk]:
+        """The stream's chunks; a failure while reading them leaves as ProviderError.
+
+        A generator, so that only the SDK's reading is guarded: an exception raised by the
+        caller's on_text passes through untouched.
+        """
+        try:
+            with stream:
+                for chunk in stream:
+                    # Older vLLM reports a failure mid-stream as a bare error object, which
+                    # the SDK (looking for an "error" key) passes on as a chunk.
+                    if getattr(chunk, "object", None) == "error":
+                        message = getattr(chunk, "message", None) or "unknown error"
+                        raise ProviderError(
+                            f"The OpenAI-compatible server at {self._base_url} failed "
+                            f"mid-reply: {message}",
+                            body=self._redact(json.dumps(chunk.to_dict())),
+                        )
+                    yield chunk
+        except openai.OpenAIError as exc:
+            raise self._error(exc, mid_stream=True) from exc
+        except ValueError as exc:  # a data line that is not JSON
+            raise ProviderError(
+                f"The OpenAI-compatible server at {self._base_url} sent a stream the SDK "
+                f"could not read: {exc}"
+            ) from exc
+
+    @property
+    def _base_url(self) -> str:
+        return str(self._client.base_url).rstrip("/")
+
+    def _redact(self, text: str) -> str:
+        """The text without the API key, should a server echo it back (OpenAI quotes it in
+        its 401 message)."""
+        key = self._client.api_key
+        if key and key != NO_KEY_PLACEHOLDER:
+            text = text.replace(key, "***")
+        return text
+
+    def _error(self, exc: openai.OpenAIError, *, mid_stream: bool = False) -> ProviderError:
+        server = f"OpenAI-compatible server at {self._base_url}"
+        retries = _retries(self._client.max_retries)
+        if isinstance(exc, openai.APIStatusError):
+            text = _status_text(exc, server=server, model=self.model, retries=retries)
+            body = _body_text(exc.body)
+            return ProviderError(
+                self._redact(text), status=exc.status_code, body=self._redact(body)
+            )
+        # The SDK retries a request, never a stream it has started reading.
+        if isinstance(exc, openai.APITimeoutError):  # a subclass of APIConnectionError: first
+            seconds = _seconds(self._client.timeout)
+            if mid_stream:
+                return ProviderError(f"The reply from the {server} stalled for over {seconds} s.")
+            return ProviderError(
+                f"The request to the {server} timed out after {seconds} s ({retries})."
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            if mid_stream:
+                return ProviderError(f"The connection to the {server} broke mid-reply: {cause}")
+            return ProviderError(
+                f"Cannot reach the {server} (is it running? e.g. `ollama serve`) and "
+                f"{retries}: {cause}"
+            )
+        if isinstance(exc, openai.APIError):  # an error event inside the stream
+            return ProviderError(
+                self._redact(f"The {server} failed mid-reply: {_detail(exc)}"),
+                body=self._redact(_body_text(exc.body)),
+            )
+        # Anything else the SDK raises still leaves this file as our own error.
+        return ProviderError(self._redact(f"The OpenAI SDK failed: {exc}"))
+
+
+# --- to the wire -------------------------------------------------------------------------------
+
+
+def _messages_to_wire(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        wire.extend(_message_to_wire(message))
+    return wire
+
+
+def _message_to_wire(message: Message) -> list[dict[str, Any]]:
+    role = message["role"]
+    if role == "user":
+        return [{"role": "user", "content": message["content"]}]
+    if role == "assistant":
+        calls: list[ToolCall] = message.get("tool_calls", [])
+        if not calls and not message.get("content"):
+            return []  # an empty turn says nothing, and consecutive user turns are allowed
+        if not calls:
+            return [{"role": "assistant", "content": message["content"]}]
+        return [
+            {
+                "role": "assistant",
+                # null, not "", beside tool calls: the shape the API itself returns, which
+                # every compatible server accepts back.
+                "content": message.get("content") or None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        # A call whose arguments could not be parsed goes back as {}: Ollama
+                        # re-parses this string and would refuse the whole request.
+                        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+                    }
+                    for call in calls
+                ],
+            }
+        ]
+    if role == "tool":
+        # One message per result, matched by id; the format has no error flag, so an error
+        # says so in its text.
+        results: list[ToolResult] = message["results"]
+        return [
+            {
+                "role": "tool",
+                "tool_call_id": result.tool_call_id,
+                "content": f"Error: {result.content}" if result.is_error else result.content,
+            }
+            for result in results
+        ]
+    raise ProviderError(f"Cannot send a message with role {role!r} to an OpenAI-compatible server.")
+
+
+# --- from the wire -----------------------------------------------------------------------------
+
+
+@dataclass
+class _PartialCall:
+    id: str
+    name: str = ""
+    arguments: str = ""
+
+
+@dataclass
+class _StreamedReply:
+    """A reply assembled from stream chunks."""
+
+    texts: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+    calls: list[_PartialCall] = field(default_factory=list)
+    calls_by_index: dict[int, _PartialCall] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: Any = None
+    model: str = ""
+
+    def add(self, chunk: ChatCompletionChunk) -> str:
+        """Take in one chunk; return the text it adds, if any."""
+        self.model = self.model or getattr(chunk, "model", None) or ""
+        # Usually one last chunk with no choices; some servers send running totals on every
+        # chunk, so the last one seen wins.
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = chunk.usage
+        text = ""
+        for choice in getattr(chunk, "choices", None) or []:
+            if getattr(choice, "index", 0):
+                continue  # we never ask for n > 1
+            delta = choice.delta
+            if delta is not None:
+                text += getattr(delta, "content", None) or ""
+                if refusal := getattr(delta, "refusal", None):
+                    self.refusals.append(refusal)
+                for fragment in getattr(delta, "tool_calls", None) or []:
+                    self._add_fragment(fragment)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        if text:
+            self.texts.append(text)
+        return text
+
+    def _add_fragment(self, fragment: Any) -> None:
+        # The id and name come in a call's first fragment, its arguments in string pieces. A
+        # fragment without an index is taken for a whole call of its own.
+        index = fragment.index if isinstance(fragment.index, int) else len(self.calls)
+        call = self.calls_by_index.get(index)
+        # Some servers put several whole calls in one delta under the same index: a new id
+        # means a new call.
+        if call is None or (fragment.id and call.id and fragment.id != call.id):
+            call = _PartialCall(id=fragment.id or "")
+            self.calls.append(call)
+            self.calls_by_index[index] = call
+        call.id = call.id or fragment.id or ""
+        function = fragment.function
+        if function is not None:
+            # Names are never split; a server that repeats the name must not double it.
+            call.name = call.name or function.name or ""
+            call.arguments += function.arguments or ""
+
+    def finish(self, *, fallback_model: str, base_url: str) -> ModelReply:
+        if self.finish_reason is None:
+            # The connection closed cleanly but early: what came is not the whole reply.
+            raise ProviderError(
+                f"The OpenAI-compatible server at {base_url} ended the stream before the "
+                "reply was finished (no finish_reason)."
+            )
+        calls = [_tool_call(call) for call in self.calls]
+        stop_reason = _STOP_REASONS.get(self.finish_reason, self.finish_reason)
+        # Ollama says "stop" for a reply that calls tools. A reply cut off or filtered keeps
+        # saying so: the executor runs no tool of a refused reply.
+        if calls and stop_reason == "end_turn":
+            stop_reason = "tool_use"
+        text = "".join(self.texts)
+        if self.refusals and not text:
+            text, stop_reason = "".join(self.refusals), "refusal"
+        return ModelReply(
+            text=text,
+            tool_calls=calls,
+            stop_reason=stop_reason,
+            usage=_usage(self.usage),
+            model=self.model or fallback_model,
+        )
+
+
+def _tool_call(call: _PartialCall) -> ToolCall:
+    # Some local servers send no id; the executor needs one to match the result to the call.
+    call_id = call.id or f"call_{uuid.uuid4().hex[:24]}"
+    arguments, problem = _parse_arguments(call.arguments)
+    if problem:
+        quoted = call.arguments[:_QUOTED_ARGUMENTS_CHARS]
+        return ToolCall(
+            call_id,
+            call.name,
+            {},
+            parse_error=f"the arguments were not valid JSON: {problem}; they were: {quoted}",
+        )
+    return ToolCall(call_id, call.name, arguments)
+
+
+def _parse_arguments(raw: str) -> tuple[dict[str, Any], str]:
+    """The arguments as an object, or {} and why they are not one."""
+    if not raw.strip():
+        return {}, ""  # a call without arguments, as some servers send it
+    try:
+        value = json.loads(raw)
+        # Some models encode the object twice, as a JSON string holding JSON.
+        if isinstance(value, str):
+            value = json.loads(value)
+    except json.JSONDecodeError as exc:
+        return {}, f"{exc.msg} at character {exc.pos}"
+    if not isinstance(value, dict):
+        return {}, f"expected an object, got {type(value).__name__}"
+    return value, ""
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        return Usage()  # the server sent none: counted as zero rather than guessed
+    details = getattr(usage, "prompt_tokens_details", None)
+    return Usage(
+        # prompt_tokens already counts the cached tokens.
+        input_tokens=getattr(usage, "prompt_tokens", None) or 0,
+        output_tokens=getattr(usage, "completion_tokens", None) or 0,
+        cache_read_tokens=getattr(details, "cached_tokens", None) or 0,
+        cache_write_tokens=getattr(details, "cache_write_tokens", None) or 0,
+    )
+
+
+# --- errors ------------------------------------------------------------------------------------
+
+
+def _status_text(exc: openai.APIStatusError, *, server: str, model: str, retries: str) -> str:
+    status = exc.status_code
+    detail = _detail(exc)
+    lowered = detail.lower()
+    if status == 401:
+        return f"The {server} rejected the API key (401): check OPENAI_API_KEY. {detail}"
+    if status == 403:
+        return f"The {server} refused access (403): {detail}"
+    if status == 404 and ("model" in lowered or exc.code == "model_not_found"):
+        return (
+            f"The {server} has no model {model!r} (404): check the model id; Ollama needs "
+            f"`ollama pull {model}` first. {detail}"
+        )
+    if status == 404:
+        return (
+            f"The {server} has no chat completions endpoint (404): OPENAI_BASE_URL usually ends "
+            f"in /v1. {detail}"
+        )
+    if status == 429:
+        return f"The {server} rate-limited the request (429) and {retries}: {detail}"
+    if status >= 500:
+        return f"The {server} had a server error ({status}) and {retries}: {detail}"
+    if exc.code == "context_length_exceeded" or any(p in lowered for p in _CONTEXT_PHRASES):
+        return f"The request is longer than the model's context window: {detail}"
+    return f"The {server} refused the request ({status}): {detail}"
+
+
+def _detail(exc: openai.APIError) -> str:
+    """What the server said, from the error bodies servers actually send: OpenAI's
+    {"error": {"message": ...}} (the SDK unwraps it), vLLM's flat {"message": ...},
+    {"error": "text"} or a plain text page."""
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
+        return body["message"]
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:_QUOTED_BODY_CHARS]
+    return exc.message
+
+
+def _retries(retries: int) -> str:
+    if retries == 0:
+        return "retries are off"
+    return f"{retries} retr{'y' if retries == 1 else 'ies'} did not help"
+
+
+def _body_text(body: object) -> str:
+    """The error body as the server sent it: JSON when it was JSON."""
+    if body is None:
+        return ""
+    if isinstance(body, (dict, list)):
+        return json.dumps(body)
+    return str(body)
+
+
+def _seconds(timeout: object) -> str:
+    # The client keeps a float, or an httpx2 Timeout whose read timeout is the one that fires.
+    seconds = getattr(timeout, "read", timeout)
+    return f"{seconds:g}" if isinstance(seconds, (int, float)) else str(seconds)

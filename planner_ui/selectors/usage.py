@@ -1,0 +1,119 @@
+"""What a run's model calls add up to, per role and in total, for the run page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.db.models import Count, Q, Sum
+
+from planner_ui.core.pricing import Budget
+from planner_ui.core.routing import EXECUTOR, PLANNER, SYNTHESIZER
+from planner_ui.models import Run
+
+# The order roles appear in: the plan's life from first call to last.
+_ROLE_ORDER = (PLANNER, "researcher", "coder", "critic", "writer", SYNTHESIZER)
+
+
+@dataclass
+class RoleUsage:
+    role: str
+    models: list[str]
+    calls: int
+    failed_calls: int
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cost_usd: Decimal
+    # Calls whose model has no price: the cost above leaves them out.
+    unpriced_calls: int
+    latency_ms: int
+
+
+@dataclass
+class RunUsage:
+    roles: list[RoleUsage] = field(default_factory=list)
+    unpriced_calls: int = 0
+    budget_tokens_used_pct: float | None = None
+    budget_usd_used_pct: float | None = None
+    routes: list[tuple[str, str]] = field(default_factory=list)
+
+
+def run_usage(run: Run) -> RunUsage:
+    rows = (
+        run.calls.values("role")
+        .annotate(
+            calls=Count("id"),
+            failed=Count("id", filter=~Q(error="")),
+            input_tokens=Sum("input_tokens"),
+            output_tokens=Sum("output_tokens"),
+            cache_read_tokens=Sum("cache_read_tokens"),
+            cost=Sum("cost_usd"),
+            unpriced=Count("id", filter=Q(cost_usd__isnull=True)),
+            latency=Sum("latency_ms"),
+        )
+        .order_by()
+    )
+    models: dict[str, set[str]] = {}
+    for role, provider, model in run.calls.values_list("role", "provider", "model").distinct():
+        models.setdefault(role, set()).add(f"{provider}:{model}")
+    roles = [
+        RoleUsage(
+            role=row["role"],
+            models=sorted(models.get(row["role"], ())),
+            calls=row["calls"],
+            failed_calls=row["failed"],
+            input_tokens=row["input_tokens"] or 0,
+            output_tokens=row["output_tokens"] or 0,
+            cache_read_tokens=row["cache_read_tokens"] or 0,
+            cost_usd=row["cost"] or Decimal(0),
+            unpriced_calls=row["unpriced"],
+            latency_ms=row["latency"] or 0,
+        )
+        for row in rows
+    ]
+    order = {role: n for n, role in enumerate(_ROLE_ORDER)}
+    roles.sort(key=lambda r: (order.get(r.role, len(order)), r.role))
+    budget = Budget(tokens=run.budget_tokens, usd=run.budget_usd)
+    return RunUsage(
+        roles=roles,
+        unpriced_calls=sum(r.unpriced_calls for r in roles),
+        budget_tokens_used_pct=_pct(run.tokens_in + run.tokens_out, budget.tokens),
+        budget_usd_used_pct=_pct(run.cost_usd, budget.usd),
+        routes=_routes(run),
+    )
+
+
+def _pct(used: int | Decimal, limit: int | Decimal | None) -> float | None:
+    if not limit:
+        return None
+    return round(float(used) * 100 / float(limit), 1)
+
+
+def _routes(run: Run) -> list[tuple[str, str]]:
+    """The run's routing table as (part, model) rows, in the order a person reads it."""
+    names = {PLANNER: "Planner", EXECUTOR: "Executors", SYNTHESIZER: "Synthesizer"}
+    rows = []
+    for part in (PLANNER, EXECUTOR):
+        if part in run.routes:
+            rows.append((names[part], run.routes[part]))
+    default = run.routes.get(EXECUTOR)
+    for part, label in run.routes.items():
+        # Only the roles that differ from the executors' default are worth a row of their own.
+        if part.startswith(EXECUTOR + ":") and label != default:
+            rows.append((part.split(":", 1)[1].capitalize(), label))
+    if SYNTHESIZER in run.routes:
+        rows.append((names[SYNTHESIZER], run.routes[SYNTHESIZER]))
+    return rows
+
+
+def model_suggestions() -> list[str]:
+    """Routes to offer in the submission form: the priced models and the configured ones."""
+    from django.conf import settings
+
+    from planner_ui.providers import configured_routes
+
+    suggestions = {"offline"}
+    suggestions.update(key for key in settings.AGENTSITE_PRICES if not key.endswith(":*"))
+    suggestions.update(route for route in configured_routes().values() if route)
+    return sorted(suggestions)

@@ -1,0 +1,173 @@
+"""Accounting: every model call recorded and priced, totals per step and run, budgets that stop
+a run cleanly. These run on the offline model, whose usage figures are deterministic; the same
+properties through the real SDKs are in test_runs_with_anthropic and test_runs_with_openai."""
+
+from __future__ import annotations
+
+from decimal import ROUND_UP, Decimal
+
+import pytest
+from django.db.models import Sum
+
+from planner_ui.core.pricing import dollars
+from planner_ui.core.status import RunStatus, StepStatus
+from planner_ui.models import ModelCall, Run
+from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
+
+from .test_runs import drive, planned
+
+pytestmark = pytest.mark.django_db
+
+TASK = "Compare tea and coffee for a morning routine"
+SUMS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def finished(user, task: str = TASK, **kwargs) -> Run:
+    run = planned(user, task, **kwargs)
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL, run.error
+    run_approve_plan(run.pk)
+    return drive(run)
+
+
+def totals(calls) -> tuple[int, int, int]:
+    agg = calls.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"))
+    return agg["i"] or 0, agg["o"] or 0, calls.count()
+
+
+def test_every_call_is_recorded_and_the_totals_are_their_sums(make_user):
+    run = finished(make_user())
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert totals(run.calls.all()) == (run.tokens_in, run.tokens_out, run.model_calls)
+    for step in run.steps.all():
+        calls = run.calls.filter(step_id=step.step_id)
+        assert totals(calls) == (step.tokens_in, step.tokens_out, step.model_calls), step
+        assert step.model_calls >= 1
+    planner = run.calls.get(step_id="")
+    assert (planner.role, planner.purpose) == ("planner", "planner")
+    roles = set(run.calls.values_list("role", flat=True))
+    assert {"planner", "synthesizer"} <= roles
+    assert roles - {"planner", "synthesizer"} <= {"researcher", "coder", "critic", "writer"}
+    # Every call is an event too, so the page shows it as it happens.
+    assert run.events.filter(type="model.call").count() == run.model_calls
+
+
+def test_the_offline_model_is_free_and_priced_as_such(make_user):
+    run = finished(make_user())
+    assert run.cost_usd == Decimal(0)
+    assert not run.calls.filter(cost_usd__isnull=True).exists()
+
+
+def test_a_model_missing_from_the_price_table_has_an_unknown_cost_not_zero(make_user, settings):
+    settings.AGENTSITE_PRICES = {}
+    run = finished(make_user())
+    assert run.calls.filter(cost_usd__isnull=True).count() == run.model_calls
+    assert run.events.filter(type="model.call").first().payload["cost_usd"] is None
+
+
+def test_costs_follow_the_price_table(make_user, settings):
+    settings.AGENTSITE_PRICES = {"offline:*": {"input": 1000, "output": 4000}}
+    run = finished(make_user())
+    for call in run.calls.all():
+        expected = (Decimal(call.input_tokens) * 1000 + Decimal(call.output_tokens) * 4000) / (
+            10**6
+        )
+        assert call.cost_usd == expected.quantize(Decimal("0.000001"))
+    assert run.cost_usd == run.calls.aggregate(c=Sum("cost_usd"))["c"]
+    for step in run.steps.all():
+        assert (
+            step.cost_usd
+            == run.calls.filter(step_id=step.step_id).aggregate(c=Sum("cost_usd"))["c"]
+        )
+
+
+def planner_tokens(user) -> int:
+    probe = planned(user, TASK)
+    return probe.tokens_in + probe.tokens_out
+
+
+def test_a_token_budget_spent_while_planning_stops_the_run_before_any_step(make_user):
+    run = planned(make_user(), TASK, budget_tokens=1)
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith("Stopped because its budget of 1 tokens is spent (")
+    assert not run.plan_versions.exists()
+    assert run.model_calls == 1  # the call that spent it is recorded, and no other was made
+
+
+def test_a_token_budget_spent_by_the_executors_stops_the_run_and_keeps_what_was_done(make_user):
+    user = make_user()
+    budget = planner_tokens(user) + 1
+    run = finished(user, budget_tokens=budget)
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith(f"Stopped because its budget of {budget:,} tokens is spent")
+    assert run.tokens_in + run.tokens_out >= budget
+    statuses = set(run.steps.values_list("status", flat=True))
+    assert not statuses & {StepStatus.PENDING, StepStatus.QUEUED, StepStatus.RUNNING}
+    assert StepStatus.SKIPPED in statuses
+    assert run.steps.get(step_id="synthesis").status == StepStatus.SKIPPED
+    # Exactly one executor call was made past the planner: the one that spent the budget.
+    assert run.calls.exclude(step_id="").count() == 1
+    spent = run.calls.exclude(step_id="").get()
+    step = run.steps.get(step_id=spent.step_id)
+    # Its reply arrived whole, so the step keeps it, or stopped at its next call with a reason.
+    assert step.status == StepStatus.SUCCEEDED or "The run is failed" in step.error
+
+
+def test_a_budget_in_dollars_stops_the_run(make_user, settings):
+    settings.AGENTSITE_PRICES = {"offline:*": {"input": 10, "output": 10}}
+    user = make_user()
+    # Just above what planning costs, to the ten-thousandth of a dollar a budget is kept to.
+    budget = planned(user, TASK).cost_usd.quantize(Decimal("0.0001"), ROUND_UP) + Decimal("0.0001")
+    run = finished(user, budget_usd=budget)
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith(f"Stopped because its budget of {dollars(budget, 4)} is spent ($")
+    assert run.cost_usd >= budget
+    assert run.calls.exclude(step_id="").count() == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"budget_tokens": 0}, "A token budget must be a positive number"),
+        ({"budget_usd": Decimal("0")}, "A budget in USD must be more than 0"),
+        ({"routes": {"executor": "openai:"}}, "executors: The route 'openai:' names no model"),
+        ({"routes": {"planner": "anthropic:claude-opus-5-5"}}, "needs an Anthropic API key"),
+        ({"routes": {"executor:coder": "openai:llama3.2"}}, "set OPENAI_BASE_URL"),
+    ],
+)
+def test_run_create_refuses_bad_budgets_and_routes(make_user, settings, kwargs, message):
+    settings.ANTHROPIC_API_KEY = ""
+    settings.OPENAI_BASE_URL = ""
+    with pytest.raises(RunInputError, match=message):
+        run_create(owner=make_user(), task=TASK, **kwargs)
+    assert not Run.objects.exists()
+
+
+def test_a_run_keeps_the_routes_it_was_submitted_with(make_user, settings):
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    run = run_create(
+        owner=make_user(), task=TASK, routes={"executor:coder": "openai:qwen3-coder:30b"}
+    )
+    assert run.routes == {
+        "planner": "offline:offline-v1",
+        "executor": "offline:offline-v1",
+        "executor:researcher": "offline:offline-v1",
+        "executor:coder": "openai:qwen3-coder:30b",
+        "executor:critic": "offline:offline-v1",
+        "executor:writer": "offline:offline-v1",
+        "synthesizer": "offline:offline-v1",
+    }
+    # Changing the settings later does not change a submitted run.
+    settings.AGENTSITE_EXECUTOR_MODEL = "anthropic:claude-sonnet-5-5"
+    run.refresh_from_db()
+    assert run.routes["executor:critic"] == "offline:offline-v1"
+
+
+def test_a_failed_call_is_recorded_with_its_error(make_user, settings):
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"  # nothing listens on port 9
+    settings.AGENTSITE_MODEL_MAX_RETRIES = 0
+    settings.AGENTSITE_MODEL_TIMEOUT_S = 2
+    run = planned(make_user(), TASK, routes={"planner": "openai:llama3.2"})
+    assert run.status == RunStatus.FAILED
+    call = ModelCall.objects.get(run=run)
+    assert (call.stop_reason, call.input_tokens, call.label) == ("error", 0, "openai:llama3.2")
+    assert "Cannot reach" in call.error and call.error in run.error

@@ -1,0 +1,135 @@
+"""Choosing models and a budget at submission, and seeing what a run's calls cost."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from planner_ui.models import ModelCall, ProviderCredential, Run
+from planner_ui.services.runs import run_approve_plan, run_plan
+from tests.services.test_runs import drive
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_form_shows_the_configured_models_and_which_providers_are_ready(client_alice, settings):
+    settings.ANTHROPIC_API_KEY = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz-WXYZ"
+    settings.OPENAI_BASE_URL = ""
+    page = client_alice.get(reverse("home")).content.decode()
+    assert 'placeholder="offline:offline-v1"' in page
+    assert "key sk-…WXYZ from the environment" in page
+    assert "abcdefghijklmnop" not in page  # never the key itself
+    assert "no server: set OPENAI_BASE_URL" in page
+    assert '<option value="anthropic:claude-opus-5-5">' in page
+
+
+def test_submitting_models_and_a_budget_stores_them_with_the_run(client_alice, settings):
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    response = client_alice.post(
+        reverse("run_new"),
+        {
+            "task": "Research tea and coffee",
+            "route_executor_coder": "openai:qwen3-coder:30b",
+            "budget_tokens": "50000",
+            "budget_usd": "1.25",
+        },
+    )
+    assert response.status_code == 302
+    run = Run.objects.get()
+    assert run.routes["executor:coder"] == "openai:qwen3-coder:30b"
+    assert run.routes["executor:writer"] == "offline:offline-v1"
+    assert (run.budget_tokens, run.budget_usd) == (50_000, Decimal("1.25"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"route_planner": "anthropic:claude-opus-5-5"}, "needs an Anthropic API key"),
+        ({"route_executor": "openai:two words"}, "is not a model id"),
+        ({"budget_tokens": "0"}, "Ensure this value is greater than or equal to 1."),
+    ],
+)
+def test_a_bad_choice_is_refused_with_the_reason_and_keeps_the_task(
+    client_alice, settings, fields, message
+):
+    settings.ANTHROPIC_API_KEY = ""
+    response = client_alice.post(reverse("run_new"), {"task": "Research tea", **fields})
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert message in page
+    assert "Research tea</textarea>" in page
+    assert 'id="run-options" open' in page
+    assert not Run.objects.exists()
+
+
+def test_the_run_page_shows_routes_and_usage_per_role(client_alice, alice, settings):
+    settings.AGENTSITE_PRICES = {"offline:*": {"input": 3, "output": 15}}
+    response = client_alice.post(reverse("run_new"), {"task": "Research tea and coffee"})
+    run = Run.objects.get()
+    run_plan(run.pk)
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == "succeeded", run.error
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert response.status_code == 302
+    assert 'id="usage-by-role"' in page
+    for role in ModelCall.objects.filter(run=run).values_list("role", flat=True).distinct():
+        assert f'<tr data-role="{role}">' in page
+    assert f'<dd id="run-calls">{run.model_calls}</dd>' in page
+    assert run.cost_usd > 0
+    assert f"${run.cost_usd.quantize(Decimal('0.0001'))}" in page
+    history = client_alice.get(reverse("run_list")).content.decode()
+    assert f"<td>{run.model_calls}</td>" in history
+
+
+def test_an_unpriced_model_is_shown_as_unpriced_not_free(client_alice, settings):
+    settings.AGENTSITE_PRICES = {}
+    client_alice.post(reverse("run_new"), {"task": "Research tea"})
+    run = Run.objects.get()
+    run_plan(run.pk)
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "+ 1 unpriced call" in page
+
+
+@pytest.fixture
+def admin_client(client, django_user_model):
+    admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw")
+    client.force_login(admin)
+    return client
+
+
+KEY = "sk-ant-api03-SECRETSECRETSECRET-tail"
+
+
+def test_an_admin_key_is_stored_never_shown_and_kept_when_left_empty(admin_client):
+    add = reverse("admin:planner_ui_providercredential_add")
+    response = admin_client.post(add, {"provider": "anthropic", "api_key": KEY, "base_url": ""})
+    assert response.status_code == 302
+    credential = ProviderCredential.objects.get()
+    assert credential.api_key == KEY
+    change = reverse("admin:planner_ui_providercredential_change", args=[credential.pk])
+    for url in (reverse("admin:planner_ui_providercredential_changelist"), change):
+        page = admin_client.get(url).content.decode()
+        assert "SECRETSECRET" not in page
+        assert "sk-…tail" in page
+    # Saving without typing a key keeps it; the box to remove it removes it.
+    admin_client.post(change, {"provider": "anthropic", "api_key": "", "base_url": ""})
+    credential.refresh_from_db()
+    assert credential.api_key == KEY
+    admin_client.post(
+        change, {"provider": "anthropic", "api_key": "", "clear_key": "on", "base_url": ""}
+    )
+    credential.refresh_from_db()
+    assert credential.api_key == ""
+
+
+def test_an_admin_key_wins_over_the_environment(settings, make_user):
+    from planner_ui.providers import credentials
+
+    settings.ANTHROPIC_API_KEY = "sk-env-key-0000000000"
+    assert credentials("anthropic").source == "environment"
+    ProviderCredential.objects.create(provider="anthropic", api_key=KEY)
+    creds = credentials("anthropic")
+    assert (creds.api_key, creds.source) == (KEY, "admin")
