@@ -36,7 +36,8 @@ class TextStream:
         self._interval = interval_s
         self._clock = clock
         self._buffer: list[str] = []
-        self._last = clock()
+        # The first piece goes out at once: a watcher should see the model start writing.
+        self._last = float("-inf")
 
     def write(self, piece: str) -> None:
         self._buffer.append(piece)

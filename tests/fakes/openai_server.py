@@ -59,6 +59,7 @@ class _Reply:
     model: str = ""
     delay_s: float = 0.0
     stall_s: float = 0.0
+    piece_delay_s: float = 0.0
     # How a stream goes wrong after its text: "" (it does not), "error" (an error event, as
     # OpenAI sends one), "legacy_error" (a bare error object, as older vLLM sends one), "cut"
     # (the connection closes cleanly before the finish_reason) or "drop" (it closes before the
@@ -112,6 +113,7 @@ class FakeOpenAI:
         model: str = "",
         delay_s: float = 0.0,
         stall_s: float = 0.0,
+        piece_delay_s: float = 0.0,
         with_usage: bool = True,
         prompt_tokens: int = 10,
         completion_tokens: int = 5,
@@ -123,7 +125,7 @@ class FakeOpenAI:
         `model` overrides the model the reply reports (by default the one asked for);
         `with_usage=False` sends no usage at all, as some local servers do; `delay_s` holds
         the answer back and `stall_s` pauses a stream after its first chunk, to test
-        timeouts."""
+        timeouts; `piece_delay_s` paces every chunk, as a model writing at its own speed."""
         tool_calls = tool_calls or []
         usage = None
         if with_usage:
@@ -145,6 +147,7 @@ class FakeOpenAI:
                 model=model,
                 delay_s=delay_s,
                 stall_s=stall_s,
+                piece_delay_s=piece_delay_s,
                 stream_failure=stream_failure,
             )
         )
@@ -339,6 +342,8 @@ class FakeOpenAI:
                     self.wfile.flush()
                     if index == 0 and reply.stall_s:
                         time.sleep(reply.stall_s)
+                    if reply.piece_delay_s:
+                        time.sleep(reply.piece_delay_s)
                 if reply.stream_failure in ("cut", "drop"):
                     return
                 if reply.stream_failure == "error":

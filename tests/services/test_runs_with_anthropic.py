@@ -4,6 +4,8 @@ its repair call, execution with tool use, and the errors a person must be able t
 from __future__ import annotations
 
 import json
+import logging
+from decimal import Decimal
 
 import pytest
 
@@ -123,11 +125,137 @@ def test_a_rejected_key_fails_the_run_with_a_clear_message(server, make_user, se
 def test_an_executor_error_fails_the_step_and_the_run(server, make_user):
     server.enqueue_json(GOOD_PLAN)
     run = planned(make_user(), "Compute 6*7 and explain it")
-    server.enqueue_error(400, "invalid_request_error", "prompt is too long")
+    server.enqueue_error(
+        400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum"
+    )
     run_approve_plan(run.pk)
     run = drive(run)
     assert run.status == RunStatus.FAILED
     compute = run.steps.get(step_id="compute")
     assert compute.status == StepStatus.FAILED
-    assert compute.error == "Anthropic refused the request (400): prompt is too long"
+    assert compute.error.startswith("The request is longer than the model's context window")
+    assert "250000 tokens > 200000 maximum" in compute.error
     assert run.steps.get(step_id="explain").status == StepStatus.SKIPPED
+
+
+def test_each_call_is_recorded_with_the_servers_usage_and_priced(server, make_user, settings):
+    settings.AGENTSITE_PRICES = {
+        "anthropic:claude-opus-5-5": {
+            "input": 4,
+            "output": 20,
+            "cache_read": 0.2,
+            "cache_write": 5,
+        },
+        "anthropic:claude-sonnet-5-5": {"input": 2, "output": 10},
+    }
+    server.enqueue_json(GOOD_PLAN, input_tokens=100, output_tokens=50)
+    run = planned(make_user(), "Compute 6*7 and explain it")
+    # The second call of the compute step reads the prompt prefix the first one cached.
+    server.enqueue_tool_use(
+        "calculator",
+        {"expression": "6*7"},
+        input_tokens=40,
+        cache_creation_input_tokens=900,
+        output_tokens=8,
+    )
+    server.enqueue_text("6*7 = 42", input_tokens=60, cache_read_input_tokens=900, output_tokens=6)
+    server.enqueue_text("42 is the answer.", input_tokens=30, output_tokens=7)
+    server.enqueue_text("# 42", input_tokens=20, output_tokens=9)
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    calls = list(
+        run.calls.values_list(
+            "role",
+            "model",
+            "input_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "output_tokens",
+        )
+    )
+    assert calls == [
+        ("planner", "claude-opus-5-5", 100, 0, 0, 50),
+        # Input counts every prompt token; the cache figures are parts of it.
+        ("coder", "claude-sonnet-5-5", 940, 0, 900, 8),
+        ("coder", "claude-sonnet-5-5", 960, 900, 0, 6),
+        ("writer", "claude-sonnet-5-5", 30, 0, 0, 7),
+        ("synthesizer", "claude-sonnet-5-5", 20, 0, 0, 9),
+    ]
+    assert (run.tokens_in, run.tokens_out) == (100 + 940 + 960 + 30 + 20, 50 + 8 + 6 + 7 + 9)
+    assert (run.tokens_cache_read, run.tokens_cache_write) == (900, 900)
+    compute = run.steps.get(step_id="compute")
+    assert (compute.tokens_in, compute.tokens_out, compute.model_calls) == (1900, 14, 2)
+    # Sonnet's default cache rates: reads at 0.1x input, writes at 1.25x.
+    sonnet = (
+        (40 * 2 + 900 * 2.5 + 8 * 10)
+        + (60 * 2 + 900 * 0.2 + 6 * 10)
+        + (30 * 2 + 7 * 10)
+        + (20 * 2 + 9 * 10)
+    )
+    opus = 100 * 4 + 50 * 20
+    assert run.cost_usd == Decimal(str(sonnet + opus)) / 10**6
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type"), [(429, "rate_limit_error"), (529, "overloaded_error")]
+)
+def test_a_rate_limit_or_overload_is_retried_and_the_run_goes_on(
+    server, make_user, settings, status, error_type
+):
+    settings.AGENTSITE_MODEL_MAX_RETRIES = 2
+    server.enqueue_error(status, error_type, "Slow down")
+    server.enqueue_json(GOOD_PLAN, input_tokens=100, output_tokens=50)
+    run = planned(make_user(), "Compute 6*7 and explain it")
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL, run.error
+    assert len(server.requests) == 2
+    # The SDK's retries are one model call: one record, with the answer's usage.
+    assert list(run.calls.values_list("input_tokens", "output_tokens")) == [(100, 50)]
+
+
+def test_retries_that_do_not_help_fail_the_run_saying_so(server, make_user, settings):
+    settings.AGENTSITE_MODEL_MAX_RETRIES = 1
+    server.enqueue_error(529, "overloaded_error", "Overloaded")
+    server.enqueue_error(529, "overloaded_error", "Overloaded")
+    run = planned(make_user(), "Compute 6*7")
+    assert run.status == RunStatus.FAILED
+    assert run.error == (
+        "The planner failed, so nothing ran: Anthropic is overloaded (529) and "
+        "1 retry did not help: Overloaded"
+    )
+    assert run.calls.get().error in run.error
+
+
+def test_a_budget_stops_the_run_on_the_servers_own_figures(server, make_user):
+    server.enqueue_json(GOOD_PLAN, input_tokens=100, output_tokens=50)
+    run = planned(make_user(), "Compute 6*7 and explain it", budget_tokens=200)
+    server.enqueue_tool_use("calculator", {"expression": "6*7"}, input_tokens=40, output_tokens=20)
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith("Stopped because its budget of 200 tokens is spent (210 used)")
+    compute = run.steps.get(step_id="compute")
+    assert compute.status == StepStatus.FAILED
+    assert compute.error == "The run is failed, so no further model call."
+    assert run.steps.get(step_id="explain").status == StepStatus.SKIPPED
+    # Nothing was asked of the server after the budget was spent.
+    assert len(server.requests) == 2 and server.pending == 0
+
+
+def test_the_key_is_never_logged_stored_or_shown(server, make_user, settings, caplog):
+    secret = "sk-ant-api03-" + "S3CR3T" * 8
+    settings.ANTHROPIC_API_KEY = secret
+    server.api_key = secret
+    caplog.set_level(logging.DEBUG)
+    server.enqueue_json(GOOD_PLAN)
+    run = planned(make_user(), "Compute 6*7 and explain it")
+    settings.ANTHROPIC_API_KEY = secret + "-revoked"  # every later call is refused
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.FAILED
+    assert "rejected the API key" in run.error
+    stored = json.dumps(list(run.events.values_list("payload", flat=True))) + run.error
+    stored += json.dumps(list(run.calls.values_list("error", flat=True)))
+    assert "S3CR3T" not in stored
+    assert "S3CR3T" not in caplog.text
+    assert caplog.records  # the SDK and the services did log: none of it holds the key
