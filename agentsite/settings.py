@@ -214,8 +214,10 @@ if os.environ.get("AGENTSITE_PRICES"):
     _prices = os.environ["AGENTSITE_PRICES"].strip()
     AGENTSITE_PRICES = json.loads(_prices if _prices.startswith("{") else Path(_prices).read_text())
 # A budget every new run starts with unless the person sets one; empty means none.
-AGENTSITE_DEFAULT_BUDGET_TOKENS = os.environ.get("AGENTSITE_DEFAULT_BUDGET_TOKENS", "")
-AGENTSITE_DEFAULT_BUDGET_USD = os.environ.get("AGENTSITE_DEFAULT_BUDGET_USD", "")
+AGENTSITE_DEFAULT_BUDGET_TOKENS = (
+    int(os.environ.get("AGENTSITE_DEFAULT_BUDGET_TOKENS") or 0) or None
+)
+AGENTSITE_DEFAULT_BUDGET_USD = os.environ.get("AGENTSITE_DEFAULT_BUDGET_USD") or None
 
 # --- Runs and tools -----------------------------------------------------------------------
 AGENTSITE_MAX_TASK_CHARS = 10_000

@@ -6,11 +6,13 @@ import json
 from typing import Any
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from planner_ui.selectors.runs import events_after, run_user_can_watch
 from planner_ui.services.events import run_group
+from planner_ui.services.streaming import live_text_snapshot
 
 # Close codes in the 4000 range are ours; the page shows why it stopped listening.
 CLOSE_NOT_LOGGED_IN = 4401
@@ -36,6 +38,10 @@ class RunConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await self._replay(self._after_from_query())
+        # Then the text steps are writing now, from its start; pieces already queued for
+        # this socket follow it, and their offsets let the page skip what it already has.
+        for message in await sync_to_async(live_text_snapshot)(self.run_id):
+            await self.send(text_data=json.dumps({"type": "text", **message}))
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "group", None):

@@ -23,7 +23,7 @@ from .accounting import metered
 from .events import event_append
 from .queue import enqueue_on_commit
 from .runs import run_finish_if_done
-from .streaming import text_broadcaster
+from .streaming import live_text_clear, text_broadcaster
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +154,7 @@ def step_finish(
             step.status = StepStatus.FAILED
             step.error = error
         step.save()
+        live_text_clear(run_id, step_id)
         if step.status == StepStatus.SUCCEEDED:
             event_append(
                 run_id,

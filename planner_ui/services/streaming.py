@@ -1,33 +1,45 @@
-"""A step's text as the model writes it, pushed to the run's watchers without being stored.
+"""A step's text as the model writes it, pushed to the run's watchers without being logged.
 
 The event log keeps what lasts (tool calls, outputs, failures); the text in flight is only for
-watching, so it is broadcast but not logged, and coalesced so that a model writing fifty
-tokens a second costs a handful of messages a second, not fifty.
+watching. It is coalesced, so that a model writing fifty tokens a second costs a handful of
+messages a second, and the text so far is kept in Redis while the step runs, so that a watcher
+who connects mid-step (a reload, a second tab, a dropped connection) sees it from the start.
+Each piece carries its offset, so that a watcher can join the snapshot and the pieces after it
+without a gap or a repeat.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
+import redis
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 
 from .events import run_group
 
 log = logging.getLogger(__name__)
 
 FLUSH_INTERVAL_S = 0.1
+# How long the text of a step that never finished (its worker died) stays around.
+LIVE_TTL_S = 3600
 
 
 class TextStream:
-    """Buffers text pieces and hands them on at most every `interval_s` (and on close)."""
+    """Buffers text pieces and hands them on at most every `interval_s` (and on flush).
+
+    `send(piece, text_so_far)` receives each coalesced piece and the whole text up to it.
+    """
 
     def __init__(
         self,
-        send: Callable[[str], None],
+        send: Callable[[str, str], None],
         *,
         interval_s: float = FLUSH_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
@@ -36,6 +48,7 @@ class TextStream:
         self._interval = interval_s
         self._clock = clock
         self._buffer: list[str] = []
+        self._text = ""
         # The first piece goes out at once: a watcher should see the model start writing.
         self._last = float("-inf")
 
@@ -47,16 +60,31 @@ class TextStream:
     def flush(self) -> None:
         self._last = self._clock()
         if self._buffer:
-            text, self._buffer = "".join(self._buffer), []
-            self._send(text)
+            piece, self._buffer = "".join(self._buffer), []
+            self._text += piece
+            self._send(piece, self._text)
+
+
+def utf16_len(text: str) -> int:
+    """A string's length as JavaScript counts it, which is what the browser compares offsets to."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 def text_broadcaster(run_id: int, step_id: str) -> Callable[[int], TextStream]:
     """A factory of one TextStream per model call of a step (`iteration` numbers them)."""
 
     def stream(iteration: int) -> TextStream:
-        def send(text: str) -> None:
-            text_broadcast(run_id, {"step_id": step_id, "iteration": iteration, "text": text})
+        def send(piece: str, text: str) -> None:
+            live_text_save(run_id, step_id, iteration, text)
+            text_broadcast(
+                run_id,
+                {
+                    "step_id": step_id,
+                    "iteration": iteration,
+                    "offset": utf16_len(text) - utf16_len(piece),
+                    "text": piece,
+                },
+            )
 
         return TextStream(send)
 
@@ -71,3 +99,54 @@ def text_broadcast(run_id: int, message: dict[str, Any]) -> None:
     except Exception:
         # Live text is a courtesy: the step's output is stored when it finishes.
         log.warning("could not broadcast live text of run %s", run_id, exc_info=True)
+
+
+# --- the text so far, for watchers who join mid-step -------------------------------------------
+
+
+def _live_key(run_id: int) -> str:
+    return f"agentsite:live:{run_id}"
+
+
+@cache
+def _redis() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+
+
+def live_text_save(run_id: int, step_id: str, iteration: int, text: str) -> None:
+    try:
+        client = _redis()
+        key = _live_key(run_id)
+        client.hset(key, step_id, json.dumps({"iteration": iteration, "text": text}))
+        client.expire(key, LIVE_TTL_S)
+    except redis.RedisError:
+        log.warning("could not keep the live text of run %s", run_id, exc_info=True)
+
+
+def live_text_clear(run_id: int, step_id: str) -> None:
+    """Forget a step's text in flight: it finished, and its output is stored."""
+    try:
+        _redis().hdel(_live_key(run_id), step_id)
+    except redis.RedisError:
+        log.warning("could not clear the live text of run %s", run_id, exc_info=True)
+
+
+def live_text_snapshot(run_id: int) -> list[dict[str, Any]]:
+    """The text so far of every step of the run that is writing now, as text messages."""
+    try:
+        stored = _redis().hgetall(_live_key(run_id))
+    except redis.RedisError:
+        log.warning("could not read the live text of run %s", run_id, exc_info=True)
+        return []
+    messages = []
+    for step_id, value in sorted(stored.items()):
+        entry = json.loads(value)
+        messages.append(
+            {
+                "step_id": step_id.decode(),
+                "iteration": entry["iteration"],
+                "offset": 0,
+                "text": entry["text"],
+            }
+        )
+    return messages

@@ -46,3 +46,9 @@ def millis(value: int | None) -> str:
     if value is None:
         return "—"
     return f"{value / 1000:.1f} s" if value >= 1000 else f"{value} ms"
+
+
+@register.filter
+def thousands(value: int | None) -> str:
+    """12,345: token counts are read at a glance."""
+    return "—" if value is None else f"{value:,}"

@@ -62,6 +62,9 @@ class TaskForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # The configured default budget is filled in, and a person may clear it.
+        self.fields["budget_tokens"].initial = settings.AGENTSITE_DEFAULT_BUDGET_TOKENS
+        self.fields["budget_usd"].initial = settings.AGENTSITE_DEFAULT_BUDGET_USD
         # One route field per part; empty keeps the configured route shown as placeholder.
         defaults = routes_for_run(check=False)
         for part, label in ROUTE_PARTS:

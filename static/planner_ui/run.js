@@ -117,9 +117,13 @@
   }
   function addLiveText(msg) {
     const live = liveText[msg.step_id] || (liveText[msg.step_id] = {iteration: 0, parts: []});
+    if (msg.iteration < live.iteration) return;  // a late piece of an earlier call
     // Each model call of the step writes its own paragraph.
-    if (msg.iteration !== live.iteration) { live.iteration = msg.iteration; live.parts.push(""); }
-    live.parts[live.parts.length - 1] += msg.text;
+    if (msg.iteration > live.iteration) { live.iteration = msg.iteration; live.parts.push(""); }
+    const current = live.parts[live.parts.length - 1];
+    // Offsets let a snapshot and the pieces after it join without a gap or a repeat.
+    if (msg.offset + msg.text.length <= current.length) return;
+    live.parts[live.parts.length - 1] = current.slice(0, msg.offset) + msg.text;
     showLiveText(msg.step_id);
   }
   function endLiveText(stepId) {
@@ -140,9 +144,13 @@
     t.tokensOut = (parseInt(t.tokensOut || "0", 10) + p.output_tokens).toString();
     if (p.cost_usd !== null) t.cost = (parseFloat(t.cost || "0") + parseFloat(p.cost_usd)).toString();
     const set = (id, text) => { const el = document.getElementById(id); if (el) el.textContent = text; };
+    const n = (v) => parseInt(v, 10).toLocaleString("en-US");
+    const pct = (used, limit) => (Math.round(used * 1000 / limit) / 10).toString();
     set("run-calls", t.calls);
-    set("run-tokens", t.tokensIn + " / " + t.tokensOut);
+    set("run-tokens", n(t.tokensIn) + " / " + n(t.tokensOut));
     set("run-cost", money(parseFloat(t.cost || "0")));
+    if (t.budgetTokens) set("budget-tokens-pct", pct(parseInt(t.tokensIn, 10) + parseInt(t.tokensOut, 10), parseInt(t.budgetTokens, 10)));
+    if (t.budgetUsd) set("budget-usd-pct", pct(parseFloat(t.cost || "0"), parseFloat(t.budgetUsd)));
   }
 
   function describe(ev) {
@@ -206,7 +214,7 @@
           const out = card.querySelector(".step-output");
           out.textContent = p.output; out.hidden = false;
           card.querySelector(".step-tokens").textContent = p.model_calls + " call" + (p.model_calls === 1 ? "" : "s") + ", " +
-            p.tokens_in + " / " + p.tokens_out + " tokens, " + money(parseFloat(p.cost_usd || "0"));
+            p.tokens_in.toLocaleString("en-US") + " / " + p.tokens_out.toLocaleString("en-US") + " tokens, " + money(parseFloat(p.cost_usd || "0"));
         }
         break;
       case "step.failed":

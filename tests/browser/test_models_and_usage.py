@@ -65,13 +65,13 @@ def test_a_run_on_a_local_model_streams_its_text_and_shows_its_usage(
             [
                 "openai:qwen3:8b",
                 str(calls),
-                str(200 * calls),
+                f"{200 * calls:,}",
                 "0",
-                str(20 * calls),
+                f"{20 * calls:,}",
                 "unpriced",
                 re.compile(r"\d"),
             ]
         )
     expect(page.locator("#run-routes")).to_contain_text("openai:qwen3:8b")
-    expect(page.locator("#run-budget")).to_contain_text("100000 tokens")
+    expect(page.locator("#run-budget")).to_contain_text("100,000 tokens (")
     assert page.js_errors == []

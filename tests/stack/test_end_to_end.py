@@ -71,6 +71,10 @@ def test_runtask_json_beside_a_running_worker(celery_worker_process, make_user):
             "manage.py",
             "runtask",
             "--json",
+            "--route",
+            "synthesizer=offline",
+            "--budget-tokens",
+            "1000000",
             "Research the history of tea, then write a short summary",
         ],
         cwd=settings.BASE_DIR,
@@ -85,6 +89,10 @@ def test_runtask_json_beside_a_running_worker(celery_worker_process, make_user):
     assert set(outcome) >= {"run_id", "status", "steps", "tokens", "wall_s"}
     assert outcome["tokens"]["input"] > 0 and outcome["tokens"]["output"] > 0
     assert outcome["wall_s"] > 0
+    assert outcome["routes"]["synthesizer"] == "offline:offline-v1"
+    assert outcome["cost_usd"] == "0.000000"
+    # The planner's one call, and every step's.
+    assert outcome["model_calls"] == 1 + sum(s["model_calls"] for s in outcome["steps"])
     for step in outcome["steps"]:
         assert set(step) >= {"id", "role", "status", "started_at", "finished_at", "output"}
         assert step["status"] == "succeeded" and step["output"]

@@ -140,8 +140,40 @@ async def test_live_text_reaches_the_owner_coalesced_and_unlogged(make_user):
     while received != "Tea has less caffeine.":
         message = json.loads(await ws.receive_from(timeout=5))
         assert (message["type"], message["step_id"], message["iteration"]) == ("text", "draft", 2)
+        assert message["offset"] == len(received)
         received += message["text"]
     # Live text is for watching only: the run's event log has none of it.
     count = await database_sync_to_async(lambda: run.events.count())()
     assert count == 0
+    await ws.disconnect()
+
+
+async def test_a_watcher_joining_mid_step_gets_the_text_so_far_then_the_rest(make_user):
+    from planner_ui.services.streaming import live_text_clear, text_broadcaster
+
+    _, run, cookie = await _setup(make_user)
+    live = text_broadcaster(run.pk, "draft")(1)
+    await database_sync_to_async(lambda: (live.write("Tea has "), live.flush()))()
+
+    ws, connected, _ = await _connect(run.pk, cookie)
+    assert connected
+    await _receive_events_until_replay_done(ws)
+    snapshot = json.loads(await ws.receive_from(timeout=5))
+    assert snapshot == {
+        "type": "text",
+        "step_id": "draft",
+        "iteration": 1,
+        "offset": 0,
+        "text": "Tea has ",
+    }
+    await database_sync_to_async(lambda: (live.write("less caffeine."), live.flush()))()
+    rest = json.loads(await ws.receive_from(timeout=5))
+    assert (rest["offset"], rest["text"]) == (8, "less caffeine.")
+    await ws.disconnect()
+
+    # Once the step is over, a new watcher gets no text in flight.
+    await database_sync_to_async(live_text_clear)(run.pk, "draft")
+    ws, connected, _ = await _connect(run.pk, cookie)
+    await _receive_events_until_replay_done(ws)
+    assert await ws.receive_nothing(timeout=0.3)
     await ws.disconnect()

@@ -133,3 +133,11 @@ def test_an_admin_key_wins_over_the_environment(settings, make_user):
     ProviderCredential.objects.create(provider="anthropic", api_key=KEY)
     creds = credentials("anthropic")
     assert (creds.api_key, creds.source) == (KEY, "admin")
+
+
+def test_the_configured_default_budget_is_filled_in_and_can_be_cleared(client_alice, settings):
+    settings.AGENTSITE_DEFAULT_BUDGET_TOKENS = 20_000
+    page = client_alice.get(reverse("home")).content.decode()
+    assert 'name="budget_tokens" value="20000"' in page
+    client_alice.post(reverse("run_new"), {"task": "Research tea", "budget_tokens": ""})
+    assert Run.objects.get().budget_tokens is None

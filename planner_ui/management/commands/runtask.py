@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -14,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentsite import embedded
+from planner_ui.core.pricing import dollars
 from planner_ui.core.status import RunStatus
 from planner_ui.models import Run
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
@@ -30,6 +32,26 @@ class Command(BaseCommand):
             help="Run the plan without review and allow irreversible tools.",
         )
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
+        parser.add_argument(
+            "--route",
+            action="append",
+            default=[],
+            metavar="PART=PROVIDER:MODEL",
+            help="Model for one part: planner, executor, executor:<role> or synthesizer "
+            "(repeatable), e.g. --route executor=openai:qwen3:8b.",
+        )
+        parser.add_argument(
+            "--budget-tokens",
+            type=int,
+            default=settings.AGENTSITE_DEFAULT_BUDGET_TOKENS,
+            help="Stop the run once it has used this many tokens.",
+        )
+        parser.add_argument(
+            "--budget-usd",
+            type=Decimal,
+            default=settings.AGENTSITE_DEFAULT_BUDGET_USD,
+            help="Stop the run once it has cost this many dollars.",
+        )
         parser.add_argument("--user", default="demo", help="Owner of the run (default: demo).")
         parser.add_argument("--timeout", type=float, default=600.0, help="Seconds to wait.")
 
@@ -79,7 +101,14 @@ class Command(BaseCommand):
     def _submit(self, options: dict[str, Any]) -> Run:
         user, _ = get_user_model().objects.get_or_create(username=options["user"])
         try:
-            run = run_create(owner=user, task=options["task"], auto_approve=options["auto_approve"])
+            run = run_create(
+                owner=user,
+                task=options["task"],
+                auto_approve=options["auto_approve"],
+                routes=_routes(options["route"]),
+                budget_tokens=options["budget_tokens"],
+                budget_usd=Decimal(options["budget_usd"]) if options["budget_usd"] else None,
+            )
         except RunInputError as exc:
             raise CommandError(str(exc)) from exc
         if not options["json"]:
@@ -111,6 +140,7 @@ class Command(BaseCommand):
             "error": run.error,
             "planner_model": run.planner_model,
             "executor_model": run.executor_model,
+            "routes": run.routes,
             "steps": [
                 {
                     "id": s.step_id,
@@ -120,12 +150,21 @@ class Command(BaseCommand):
                     "finished_at": iso(s.finished_at),
                     "output": s.output,
                     "error": s.error,
+                    "model_calls": s.model_calls,
+                    "tokens": {"input": s.tokens_in, "output": s.tokens_out},
+                    "cost_usd": str(s.cost_usd),
                 }
                 for s in run.steps.all()
             ],
             "result": run.result,
-            "tokens": {"input": run.tokens_in, "output": run.tokens_out},
+            "tokens": {
+                "input": run.tokens_in,
+                "output": run.tokens_out,
+                "cache_read": run.tokens_cache_read,
+                "cache_write": run.tokens_cache_write,
+            },
             "model_calls": run.model_calls,
+            "cost_usd": str(run.cost_usd),
             "wall_s": round(wall_s, 3),
         }
 
@@ -139,4 +178,17 @@ class Command(BaseCommand):
             self.stdout.write(f"Error: {run.error}")
         if run.result:
             self.stdout.write("\n" + run.result)
-        self.stdout.write(f"\nTokens: {run.tokens_in} in, {run.tokens_out} out")
+        self.stdout.write(
+            f"\n{run.model_calls} model calls, {run.tokens_in} tokens in, {run.tokens_out} out, "
+            f"{dollars(run.cost_usd, 4)}"
+        )
+
+
+def _routes(values: list[str]) -> dict[str, str]:
+    routes = {}
+    for value in values:
+        part, sep, route = value.partition("=")
+        if not sep or not part.strip():
+            raise CommandError(f"--route {value!r}: write PART=PROVIDER:MODEL")
+        routes[part.strip()] = route.strip()
+    return routes
