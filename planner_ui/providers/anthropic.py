@@ -6,7 +6,6 @@ planner_ui.providers.base, and ProviderError when something goes wrong.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import Any
@@ -25,6 +24,7 @@ from .base import (
     ToolResult,
     Usage,
 )
+from .error_text import body_text, retries_text, timeout_seconds
 
 # A prompt-cache breakpoint. The API caches the request prefix in the order tools, system,
 # messages, so a breakpoint on the system prompt caches the tool definitions too.
@@ -129,18 +129,18 @@ class AnthropicProvider(Provider):
         # stream starts (after its retries), httpx2's while reading it (never retried).
         elif isinstance(exc, anthropic.APITimeoutError):
             error = ProviderError(
-                f"The request to Anthropic timed out after {_seconds(client.timeout)} s "
-                f"(and {_retries(client.max_retries)})."
+                f"The request to Anthropic timed out after {timeout_seconds(client.timeout)} s "
+                f"(and {retries_text(client.max_retries)})."
             )
         elif isinstance(exc, httpx2.TimeoutException):
             error = ProviderError(
                 "The reply from Anthropic stalled in the middle of the stream for longer than "
-                f"the {_seconds(client.timeout)} s timeout."
+                f"the {timeout_seconds(client.timeout)} s timeout."
             )
         elif isinstance(exc, anthropic.APIConnectionError):
             error = ProviderError(
                 f"Cannot reach the Anthropic API at {client.base_url} "
-                f"({_retries(client.max_retries)}): {exc.__cause__ or exc}"
+                f"({retries_text(client.max_retries)}): {exc.__cause__ or exc}"
             )
         elif isinstance(exc, httpx2.HTTPError):
             error = ProviderError(
@@ -301,16 +301,16 @@ def _status_error(exc: anthropic.APIStatusError, *, retries: int) -> ProviderErr
     elif status == 403:
         text = f"Anthropic refused access (403 permission_error): {detail}"
     elif status == 429:
-        text = f"Anthropic rate-limited the request (429) and {_retries(retries)}: {detail}"
+        text = f"Anthropic rate-limited the request (429) and {retries_text(retries)}: {detail}"
     elif status == 529:
-        text = f"Anthropic is overloaded (529) and {_retries(retries)}: {detail}"
+        text = f"Anthropic is overloaded (529) and {retries_text(retries)}: {detail}"
     elif status >= 500:
-        text = f"Anthropic had a server error ({status}) and {_retries(retries)}: {detail}"
+        text = f"Anthropic had a server error ({status}) and {retries_text(retries)}: {detail}"
     elif status == 400 and _CONTEXT_OVERFLOW.search(detail):
         text = f"The request is longer than the model's context window: {detail}"
     else:
         text = f"Anthropic refused the request ({status}): {detail}"
-    return ProviderError(text.strip(), status=status, body=_body_text(exc.body))
+    return ProviderError(text.strip(), status=status, body=body_text(exc.body))
 
 
 def _is_mid_stream(exc: anthropic.APIStatusError) -> bool:
@@ -328,9 +328,9 @@ def _mid_stream_error(
         if retries_taken < retries and shown:
             text += " (not retried: part of the reply had already been shown)"
         else:
-            text += f" ({_retries(retries)})"
+            text += f" ({retries_text(retries)})"
     # No HTTP status: the stream itself had answered 200.
-    return ProviderError(text, body=_body_text(exc.body))
+    return ProviderError(text, body=body_text(exc.body))
 
 
 def _redacted(error: ProviderError, api_key: str | None) -> ProviderError:
@@ -343,24 +343,3 @@ def _redacted(error: ProviderError, api_key: str | None) -> ProviderError:
         status=error.status,
         body=error.body.replace(api_key, "[redacted]"),
     )
-
-
-def _retries(retries: int) -> str:
-    if retries == 0:
-        return "retries are off"
-    return f"{retries} retr{'y' if retries == 1 else 'ies'} did not help"
-
-
-def _body_text(body: object) -> str:
-    """The error body as the API sent it: JSON when it was JSON."""
-    if body is None:
-        return ""
-    if isinstance(body, (dict, list)):
-        return json.dumps(body)
-    return str(body)
-
-
-def _seconds(timeout: object) -> str:
-    # The client keeps a float, or an httpx2 Timeout whose read timeout is the one that fires.
-    seconds = getattr(timeout, "read", timeout)
-    return f"{seconds:g}" if isinstance(seconds, (int, float)) else str(seconds)

@@ -31,6 +31,7 @@ from .base import (
     ToolResult,
     Usage,
 )
+from .error_text import body_text, retries_text, timeout_seconds
 
 # Local servers ignore the key, but the SDK refuses to build a client without one.
 NO_KEY_PLACEHOLDER = "not-needed"
@@ -184,16 +185,16 @@ class OpenAICompatProvider(Provider):
 
     def _error(self, exc: openai.OpenAIError, *, mid_stream: bool = False) -> ProviderError:
         server = f"OpenAI-compatible server at {self._base_url}"
-        retries = _retries(self._client.max_retries)
+        retries = retries_text(self._client.max_retries)
         if isinstance(exc, openai.APIStatusError):
             text = _status_text(exc, server=server, model=self.model, retries=retries)
-            body = _body_text(exc.body)
+            body = body_text(exc.body)
             return ProviderError(
                 self._redact(text), status=exc.status_code, body=self._redact(body)
             )
         # The SDK retries a request, never a stream it has started reading.
         if isinstance(exc, openai.APITimeoutError):  # a subclass of APIConnectionError: first
-            seconds = _seconds(self._client.timeout)
+            seconds = timeout_seconds(self._client.timeout)
             if mid_stream:
                 return ProviderError(f"The reply from the {server} stalled for over {seconds} s.")
             return ProviderError(
@@ -210,7 +211,7 @@ class OpenAICompatProvider(Provider):
         if isinstance(exc, openai.APIError):  # an error event inside the stream
             return ProviderError(
                 self._redact(f"The {server} failed mid-reply: {_detail(exc)}"),
-                body=self._redact(_body_text(exc.body)),
+                body=self._redact(body_text(exc.body)),
             )
         # Anything else the SDK raises still leaves this file as our own error.
         return ProviderError(self._redact(f"The OpenAI SDK failed: {exc}"))
@@ -442,24 +443,3 @@ def _detail(exc: openai.APIError) -> str:
     if isinstance(body, str) and body.strip():
         return body.strip()[:_QUOTED_BODY_CHARS]
     return exc.message
-
-
-def _retries(retries: int) -> str:
-    if retries == 0:
-        return "retries are off"
-    return f"{retries} retr{'y' if retries == 1 else 'ies'} did not help"
-
-
-def _body_text(body: object) -> str:
-    """The error body as the server sent it: JSON when it was JSON."""
-    if body is None:
-        return ""
-    if isinstance(body, (dict, list)):
-        return json.dumps(body)
-    return str(body)
-
-
-def _seconds(timeout: object) -> str:
-    # The client keeps a float, or an httpx2 Timeout whose read timeout is the one that fires.
-    seconds = getattr(timeout, "read", timeout)
-    return f"{seconds:g}" if isinstance(seconds, (int, float)) else str(seconds)
