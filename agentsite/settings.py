@@ -85,6 +85,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "planner_ui.context_processors.approvals",
             ],
         },
     },
@@ -225,6 +226,22 @@ AGENTSITE_MAX_STEP_ITERATIONS = int(os.environ.get("AGENTSITE_MAX_STEP_ITERATION
 AGENTSITE_WORKSPACES_DIR = Path(os.environ.get("AGENTSITE_WORKSPACES_DIR", VAR_DIR / "workspaces"))
 AGENTSITE_FETCH_MAX_BYTES = int(os.environ.get("AGENTSITE_FETCH_MAX_BYTES", "200000"))
 AGENTSITE_FETCH_TIMEOUT_S = float(os.environ.get("AGENTSITE_FETCH_TIMEOUT_S", "10"))
+# Tools refuse loopback and private addresses (SSRF) except these: IPs, CIDRs or host[:port].
+AGENTSITE_TOOL_NET_ALLOW = [
+    entry.strip()
+    for entry in os.environ.get("AGENTSITE_TOOL_NET_ALLOW", "").split(",")
+    if entry.strip()
+]
+# What each tool reads from its ToolContext.settings.
+AGENTSITE_TOOL_SETTINGS = {
+    "fetch_max_bytes": AGENTSITE_FETCH_MAX_BYTES,
+    "fetch_timeout_s": AGENTSITE_FETCH_TIMEOUT_S,
+    "post_max_bytes": int(os.environ.get("AGENTSITE_POST_MAX_BYTES", "100000")),
+    "post_timeout_s": float(os.environ.get("AGENTSITE_POST_TIMEOUT_S", "10")),
+    "shell_timeout_s": float(os.environ.get("AGENTSITE_SHELL_TIMEOUT_S", "20")),
+    "shell_max_output_chars": int(os.environ.get("AGENTSITE_SHELL_MAX_OUTPUT_CHARS", "20000")),
+    "net_allow": AGENTSITE_TOOL_NET_ALLOW,
+}
 
 EMAIL_BACKEND = os.environ.get(
     "DJANGO_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend"

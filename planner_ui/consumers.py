@@ -11,7 +11,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from planner_ui.selectors.runs import events_after, run_user_can_watch
-from planner_ui.services.events import run_group
+from planner_ui.services.approvals import pending_count
+from planner_ui.services.events import run_group, user_group
 from planner_ui.services.streaming import live_text_snapshot
 
 # Close codes in the 4000 range are ours; the page shows why it stopped listening.
@@ -108,3 +109,32 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     async def _error(self, text: str) -> None:
         await self.send(text_data=json.dumps({"type": "error", "error": text}))
+
+
+class InboxConsumer(AsyncWebsocketConsumer):
+    """The user's pending approvals count, pushed whenever one is requested or decided."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_NOT_LOGGED_IN)
+            return
+        self.user = user
+        self.group = user_group(user.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self._send_count()
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "group", None):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def user_notice(self, message: dict[str, Any]) -> None:
+        await self._send_count()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        await self.send(text_data=json.dumps({"type": "error", "error": "this socket only talks"}))
+
+    async def _send_count(self) -> None:
+        count = await database_sync_to_async(pending_count)(self.user)
+        await self.send(text_data=json.dumps({"type": "approvals", "pending": count}))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from planner_ui.core.effects import Decision, Effect, PolicyMode, ToolPolicy
 from planner_ui.core.status import RunStatus, StepStatus, check_run_transition
 
 
@@ -47,9 +48,12 @@ class Run(models.Model):
     status = models.CharField(
         max_length=32, choices=_choices(RunStatus), default=RunStatus.PLANNING
     )
-    auto_approve = models.BooleanField(
-        default=False, help_text="Approve the plan and irreversible tool calls without asking."
+    auto_approve = models.BooleanField(default=False, help_text="Approve the plan without asking.")
+    # What happens to irreversible tool calls (core.effects): ask, auto (for auto_tools), dry run.
+    tool_policy = models.CharField(
+        max_length=16, choices=_choices(PolicyMode), default=PolicyMode.ASK
     )
+    auto_tools = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     result = models.TextField(blank=True)
     planner_model = models.CharField(max_length=200, blank=True)
@@ -84,6 +88,10 @@ class Run(models.Model):
         # last_event_seq belongs to services.events.event_append, the usage totals to
         # services.accounting; both bump them in SQL.
         super().save(*args, **_save_without(self, ("last_event_seq", *USAGE_COUNTERS), kwargs))
+
+    @property
+    def policy(self) -> ToolPolicy:
+        return ToolPolicy.of(self.tool_policy, self.auto_tools)
 
     def move_to(self, status: str) -> None:
         """Change status through the allowed transitions only (see core.status)."""
@@ -153,6 +161,10 @@ class Step(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     model = models.CharField(max_length=200, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    # The executor's conversation so far (agents.executor.Checkpoint), saved after every model
+    # reply and tool result: a step resumed after an approval or re-delivered after a crash
+    # carries on from here instead of asking the model again.
+    checkpoint = models.JSONField(null=True, blank=True)
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
     tokens_cache_read = models.PositiveBigIntegerField(default=0)
@@ -299,3 +311,82 @@ def mask_key(key: str) -> str:
     if len(key) < 12:
         return "•" * 8
     return f"{key[:3]}…{key[-4:]}"
+
+
+class Approval(models.Model):
+    """An irreversible call an executor wants to make, waiting for (or decided by) a person."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+        WITHDRAWN = "withdrawn"  # the run was cancelled or ended first
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
+    step_id = models.CharField(max_length=40)
+    # "<iteration>:<model's tool call id>": stable across re-runs of the step (checkpointed).
+    call_key = models.CharField(max_length=200)
+    tool = models.CharField(max_length=60)
+    effect = models.CharField(max_length=16, choices=_choices(Effect))
+    arguments = models.JSONField()
+    approved_arguments = models.JSONField(null=True, blank=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    reason = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "step_id", "call_key"], name="approval_once")
+        ]
+        indexes = [models.Index(fields=["state", "run"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool} in {self.step_id} of run {self.run_id} ({self.state})"
+
+    @property
+    def edited(self) -> bool:
+        return self.approved_arguments is not None and self.approved_arguments != self.arguments
+
+
+class ToolReceipt(models.Model):
+    """The outbox: one row per irreversible call, written before it is performed.
+
+    Its idempotency key is what makes a re-run step reuse the result instead of acting twice;
+    a row left in flight by a worker that died means the outcome is unknown, and the call is
+    never repeated on a guess.
+    """
+
+    class State(models.TextChoices):
+        IN_FLIGHT = "in_flight"
+        DONE = "done"
+        UNKNOWN = "unknown"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="receipts")
+    step_id = models.CharField(max_length=40)
+    idempotency_key = models.CharField(max_length=255, unique=True)
+    tool = models.CharField(max_length=60)
+    effect = models.CharField(max_length=16, choices=_choices(Effect))
+    arguments = models.JSONField()
+    approval = models.ForeignKey(
+        Approval, null=True, blank=True, on_delete=models.SET_NULL, related_name="receipts"
+    )
+    # How it was authorized: Decision.RUN (by a person's approval or the run's policy) or
+    # Decision.DRY_RUN (recorded, not performed).
+    decision = models.CharField(max_length=16, choices=_choices(Decision))
+    authorized_by = models.CharField(max_length=200)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.IN_FLIGHT)
+    result = models.TextField(blank=True)
+    is_error = models.BooleanField(default=False)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "started_at", "id"]
+
+    def __str__(self) -> str:
+        return f"receipt {self.idempotency_key} ({self.state})"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import plans, runs
+from .views import approvals, plans, runs
 
 urlpatterns = [
     path("", runs.home, name="home"),
@@ -8,6 +8,14 @@ urlpatterns = [
     path("runs/new/", runs.run_new, name="run_new"),
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
     path("runs/<int:run_id>/approve/", runs.run_approve, name="run_approve"),
+    path("runs/<int:run_id>/cancel/", approvals.run_cancel_view, name="run_cancel"),
+    path("approvals/", approvals.approvals_inbox, name="approvals_inbox"),
+    path("approvals/count/", approvals.approvals_count, name="approvals_count"),
+    path(
+        "approvals/<int:approval_id>/decide/",
+        approvals.approval_decide_view,
+        name="approval_decide",
+    ),
     path("runs/<int:run_id>/plan/change/", plans.plan_change, name="plan_change"),
     path("runs/<int:run_id>/plan/revision/", plans.plan_revision, name="plan_revision"),
     path("runs/<int:run_id>/plan/import/", plans.plan_import_view, name="plan_import"),

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from planner_ui.core.errors import StepFailed, ToolError
-from planner_ui.providers.base import ModelRequest, Provider, ToolResult, Usage
-from planner_ui.tools import REGISTRY, ToolContext
+from planner_ui.providers.base import ModelRequest, Provider, ToolCall, ToolResult, Usage
+from planner_ui.tools import REGISTRY, Tool, ToolContext
 
+from .checkpoint import Checkpoint
 from .prompts import executor_message, executor_system
 
 # The callback receives (event type, payload); services persist and stream it.
@@ -62,6 +63,28 @@ def stop_reason_failure(stop_reason: str, text: str, who: str = "the model") -> 
     return ""
 
 
+class AwaitingApproval(Exception):  # noqa: N818 - a pause, not an error
+    """Raised by a tool runner to stop before a call that needs a person's decision."""
+
+    def __init__(self, call: ToolCall) -> None:
+        super().__init__(f"{call.name} is waiting for approval")
+        self.call = call
+
+
+class StepPaused(Exception):  # noqa: N818 - a pause, not an error
+    """The step stopped before a call that waits for approval; resume from `checkpoint`."""
+
+    def __init__(self, checkpoint: Checkpoint, call: ToolCall) -> None:
+        super().__init__(f"paused before {call.name}")
+        self.checkpoint = checkpoint
+        self.call = call
+
+
+# Performs one granted, readable call and returns (content, is_error). It may raise
+# AwaitingApproval. `iteration` numbers the model reply the call came from.
+ToolRunner = Callable[[ToolCall, Tool, int], tuple[str, bool]]
+
+
 def run_step(
     provider: Provider,
     step: StepSpec,
@@ -71,53 +94,29 @@ def run_step(
     *,
     max_iterations: int = 8,
     live_text: LiveTextFactory | None = None,
+    run_tool: ToolRunner | None = None,
+    checkpoint: Checkpoint | None = None,
+    save: Callable[[Checkpoint], None] | None = None,
 ) -> StepOutcome:
     """Run one step to its final answer; raise StepFailed with the reason otherwise.
 
     Only the step's granted tools are offered, and a call to any other tool is answered with
     an error result instead of being run: the grant is enforced here, not trusted to the model.
+    With `checkpoint` the loop carries on from a saved state; `save` receives the state after
+    every model reply and tool result. StepPaused means a call waits for a person.
     """
     granted = {name: REGISTRY[name] for name in step.tools if name in REGISTRY}
-    messages: list[dict[str, Any]] = [
-        {"role": "user", "content": executor_message(step.instruction, context)}
-    ]
-    outcome = StepOutcome(output="")
-    for iteration in range(1, max_iterations + 1):
-        live = live_text(iteration) if live_text is not None else None
-        try:
-            reply = provider.complete(
-                ModelRequest(
-                    system=executor_system(step.role),
-                    messages=list(messages),
-                    tools=[tool.spec() for tool in granted.values()],
-                    purpose=f"executor:{step.role}",
-                ),
-                on_text=live.write if live is not None else None,
-            )
-        finally:
-            if live is not None:
-                live.flush()
-        outcome.model_calls += 1
-        outcome.usage = outcome.usage + reply.usage
-        if reply.stop_reason in ("refusal", "model_context_window_exceeded"):
-            raise StepFailed(stop_reason_failure(reply.stop_reason, reply.text))
-        if not reply.tool_calls:
-            if failure := stop_reason_failure(reply.stop_reason, reply.text):
-                raise StepFailed(failure)
-            outcome.output = reply.text.strip()
-            if not outcome.output:
-                raise StepFailed("the model finished without any output")
-            return outcome
-        messages.append(
-            {"role": "assistant", "content": reply.text, "tool_calls": list(reply.tool_calls)}
-        )
-        results = []
-        for call in reply.tool_calls:
-            outcome.tool_calls += 1
-            on_event(
-                "step.tool_call",
-                {"call_id": call.id, "tool": call.name, "arguments": call.arguments},
-            )
+    perform = run_tool or _refusing_irreversible(tool_ctx)
+    state = checkpoint or Checkpoint(
+        messages=[{"role": "user", "content": executor_message(step.instruction, context)}]
+    )
+
+    def saved() -> None:
+        if save is not None:
+            save(state)
+
+    while True:
+        for call in state.pending_calls:
             tool = granted.get(call.name)
             if call.parse_error:
                 content, is_error = f"{call.name} was not run: {call.parse_error}", True
@@ -129,19 +128,86 @@ def run_step(
                 is_error = True
             else:
                 try:
-                    content, is_error = tool.call(call.arguments, tool_ctx), False
-                except ToolError as exc:
-                    content, is_error = str(exc), True
-                except Exception as exc:  # a tool's own bug must not crash the step
-                    content, is_error = f"{call.name} failed: {type(exc).__name__}: {exc}", True
+                    content, is_error = perform(call, tool, state.iteration)
+                except AwaitingApproval:
+                    raise StepPaused(state, call) from None
             if len(content) > MAX_TOOL_RESULT_CHARS:
                 content = content[:MAX_TOOL_RESULT_CHARS] + "\n[truncated]"
             on_event(
                 "step.tool_result",
                 {"call_id": call.id, "tool": call.name, "content": content, "is_error": is_error},
             )
-            results.append(ToolResult(call.id, content, is_error))
-        messages.append({"role": "tool", "results": results})
-    raise StepFailed(
-        f"the step reached its cap of {max_iterations} model calls without a final answer"
-    )
+            state.results.append(ToolResult(call.id, content, is_error))
+            state.tool_calls += 1
+            if state.pending_calls:
+                saved()
+            else:
+                state.messages.append({"role": "tool", "results": state.results})
+                state.results = []
+                saved()
+
+        if state.iteration >= max_iterations:
+            raise StepFailed(
+                f"the step reached its cap of {max_iterations} model calls without a final answer"
+            )
+        state.iteration += 1
+        live = live_text(state.iteration) if live_text is not None else None
+        try:
+            reply = provider.complete(
+                ModelRequest(
+                    system=executor_system(step.role),
+                    messages=list(state.messages),
+                    tools=[tool.spec() for tool in granted.values()],
+                    purpose=f"executor:{step.role}",
+                ),
+                on_text=live.write if live is not None else None,
+            )
+        finally:
+            if live is not None:
+                live.flush()
+        state.model_calls += 1
+        state.usage = state.usage + reply.usage
+        if reply.stop_reason in ("refusal", "model_context_window_exceeded"):
+            raise StepFailed(stop_reason_failure(reply.stop_reason, reply.text))
+        if not reply.tool_calls:
+            if failure := stop_reason_failure(reply.stop_reason, reply.text):
+                raise StepFailed(failure)
+            output = reply.text.strip()
+            if not output:
+                raise StepFailed("the model finished without any output")
+            return StepOutcome(output, state.usage, state.model_calls, state.tool_calls)
+        state.messages.append(
+            {"role": "assistant", "content": reply.text, "tool_calls": list(reply.tool_calls)}
+        )
+        for call in reply.tool_calls:
+            on_event(
+                "step.tool_call",
+                {"call_id": call.id, "tool": call.name, "arguments": call.arguments},
+            )
+        saved()
+
+
+def _refusing_irreversible(ctx: ToolContext) -> ToolRunner:
+    """The runner when the caller brings no gate: safe by default, it never acts on the world."""
+
+    def run_call(call: ToolCall, tool: Tool, iteration: int) -> tuple[str, bool]:
+        if tool.irreversible:
+            return (
+                f"{tool.name} is irreversible ({tool.effect}) and no approval gate is in place "
+                "here, so the call was not made. Finish the step without it and say what you "
+                "would have done.",
+                True,
+            )
+        return call_tool(tool, call.arguments, ctx)
+
+    return run_call
+
+
+def call_tool(tool: Tool, arguments: Any, ctx: ToolContext) -> tuple[str, bool]:
+    """Perform a call and return (content, is_error); a tool's failure is a result, not a crash."""
+    try:
+        return tool.call(arguments, ctx), False
+    except ToolError as exc:
+        return str(exc), True
+    except Exception as exc:  # a tool's own bug must not crash the step
+        return f"{tool.name} failed: {type(exc).__name__}: {exc}", True

@@ -20,6 +20,8 @@ class StepStatus(StrEnum):
     PENDING = "pending"
     QUEUED = "queued"
     RUNNING = "running"
+    # Paused before an irreversible call until a person decides; holds no worker meanwhile.
+    WAITING = "waiting"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SKIPPED = "skipped"
@@ -38,7 +40,7 @@ RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
 
 TERMINAL_RUN_STATUSES = frozenset(s for s, nxt in RUN_TRANSITIONS.items() if not nxt)
 FINISHED_STEP_STATUSES = frozenset({StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED})
-ACTIVE_STEP_STATUSES = frozenset({StepStatus.QUEUED, StepStatus.RUNNING})
+ACTIVE_STEP_STATUSES = frozenset({StepStatus.QUEUED, StepStatus.RUNNING, StepStatus.WAITING})
 
 
 def check_run_transition(current: str, new: str) -> RunStatus:

@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from planner_ui.models import Run, RunEvent
+from planner_ui.tools import REGISTRY
 
 
 def run_list_for_user(user: AbstractBaseUser) -> QuerySet[Run]:
@@ -46,6 +47,12 @@ def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
                 "title": s.title,
                 "role": s.role,
                 "tools": s.tools,
+                # The irreversible ones, by effect: the graph marks the steps that hold them.
+                "effects": {
+                    t: str(REGISTRY[t].effect)
+                    for t in s.tools
+                    if t in REGISTRY and REGISTRY[t].irreversible
+                },
                 "status": s.status,
             }
             for s in steps

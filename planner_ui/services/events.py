@@ -19,6 +19,20 @@ def run_group(run_id: int) -> str:
     return f"run-{run_id}"
 
 
+def user_group(user_id: int) -> str:
+    return f"user-{user_id}"
+
+
+def user_broadcast(user_id: int, message: dict[str, Any]) -> None:
+    """Tell a user's open pages (the approvals badge and inbox) that something changed."""
+    try:
+        async_to_sync(get_channel_layer().group_send)(
+            user_group(user_id), {"type": "user.notice", "notice": message}
+        )
+    except Exception:
+        log.warning("could not notify user %s", user_id, exc_info=True)
+
+
 def event_append(
     run_id: int, type: str, payload: dict[str, Any] | None = None, *, step_id: str = ""
 ) -> RunEvent:

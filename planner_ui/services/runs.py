@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from django.conf import settings
@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from planner_ui.agents.planner import make_plan
 from planner_ui.core import dag
+from planner_ui.core.effects import PolicyMode, ToolPolicy
 from planner_ui.core.errors import AgentError, InvalidTransition, RunStopped
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
 from planner_ui.core.routing import RouteError
@@ -40,8 +41,13 @@ def run_create(
     routes: Mapping[str, str] | None = None,
     budget_tokens: int | None = None,
     budget_usd: Decimal | None = None,
+    tool_policy: str = PolicyMode.ASK,
+    auto_tools: Sequence[str] = (),
 ) -> Run:
     """Create a run and queue its planning.
+
+    `tool_policy` says what happens to irreversible tool calls: "ask" a person each time,
+    "auto" run the `auto_tools` without asking (and ask for the others), or "dry_run".
 
     `routes` are the person's choices of model per part ("planner", "executor",
     "executor:<role>", "synthesizer"); the rest come from the settings. The whole table is
@@ -63,6 +69,7 @@ def run_create(
         table = routes_for_run(routes)
     except RouteError as exc:
         raise RunInputError(str(exc)) from exc
+    policy = _policy(tool_policy, auto_tools)
     from planner_ui.tasks import plan_run
 
     with transaction.atomic():
@@ -74,10 +81,32 @@ def run_create(
             executor_model=table["executor"].label,
             budget_tokens=budget_tokens,
             budget_usd=budget_usd,
+            tool_policy=policy.mode,
+            auto_tools=sorted(policy.auto_tools),
         )
         event_append(run.pk, "run.status", {"status": run.status})
         enqueue_on_commit(run.pk, plan_run, run.pk)
     return run
+
+
+def _policy(mode: str, auto_tools: Sequence[str]) -> ToolPolicy:
+    try:
+        policy = ToolPolicy.of(mode, auto_tools)
+    except ValueError:
+        modes = ", ".join(PolicyMode)
+        raise RunInputError(
+            f"Unknown policy {mode!r} for irreversible calls; use {modes}."
+        ) from None
+    gated = {name for name, tool in REGISTRY.items() if tool.irreversible}
+    unknown = sorted(set(policy.auto_tools) - gated)
+    if unknown:
+        raise RunInputError(
+            f"Only irreversible tools need auto-approval, and {', '.join(unknown)} is not one; "
+            f"the irreversible tools are {', '.join(sorted(gated))}."
+        )
+    if policy.mode is PolicyMode.AUTO and not policy.auto_tools:
+        raise RunInputError("Choose the tools to run without asking, or ask for every call.")
+    return policy
 
 
 def materialize_steps(run: Run, plan: Plan) -> None:
@@ -190,17 +219,45 @@ def run_fail(run_id: int, error: str) -> None:
         run.error = error
         run.finished_at = timezone.now()
         run.save()
-        # Queued steps never started: their tasks find the run over and do nothing.
-        run.steps.filter(status__in=[StepStatus.PENDING, StepStatus.QUEUED]).update(
-            status=StepStatus.SKIPPED
-        )
+        _stop_steps(run, error)
         event_append(run_id, "run.status", {"status": run.status, "error": error})
+
+
+def run_cancel(run_id: int, user: AbstractBaseUser) -> Run:
+    """Stop a run for good: nothing new starts, pending approvals are withdrawn, and steps that
+    are running stop at their next model or tool call. Everything up to now stays recorded."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.is_finished:
+            raise InvalidTransition(
+                f"This run is already {run.get_status_display()}, so it cannot be cancelled."
+            )
+        reason = f"Cancelled by {user.get_username()}."
+        run.move_to(RunStatus.CANCELLED)
+        run.error = reason
+        run.finished_at = timezone.now()
+        run.save()
+        _stop_steps(run, reason)
+        event_append(run_id, "run.status", {"status": run.status, "error": reason})
+    return run
+
+
+def _stop_steps(run: Run, reason: str) -> None:
+    """Skip what has not started (queued tasks find the run over and do nothing) and withdraw
+    pending approvals; a running step stops at its next call and records why."""
+    from .approvals import approvals_withdraw
+
+    run.steps.filter(status__in=[StepStatus.PENDING, StepStatus.QUEUED, StepStatus.WAITING]).update(
+        status=StepStatus.SKIPPED, error=f"not run: {reason}"
+    )
+    approvals_withdraw(run.pk, reason)
 
 
 def run_finish_if_done(run: Run) -> None:
     """Close a running run once no step is pending, queued or running. Caller holds the lock."""
     steps = list(run.steps.all())
-    if any(s.status in (StepStatus.PENDING, StepStatus.QUEUED, StepStatus.RUNNING) for s in steps):
+    active = (StepStatus.PENDING, StepStatus.QUEUED, StepStatus.RUNNING, StepStatus.WAITING)
+    if any(s.status in active for s in steps):
         return
     failed = [s for s in steps if s.status == StepStatus.FAILED]
     run.finished_at = timezone.now()

@@ -9,18 +9,20 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from planner_ui.agents.executor import StepOutcome, StepSpec, run_step
+from planner_ui.agents.checkpoint import Checkpoint
+from planner_ui.agents.executor import StepOutcome, StepPaused, StepSpec, run_step
 from planner_ui.agents.synthesizer import synthesize
 from planner_ui.core import dag
-from planner_ui.core.errors import AgentError
+from planner_ui.core.errors import AgentError, RunStopped
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import RunStatus, StepStatus
-from planner_ui.models import Run, Step
+from planner_ui.models import Approval, Run, Step
 from planner_ui.providers import provider_for
-from planner_ui.tools import ToolContext
 
 from .accounting import metered
+from .approvals import approval_find, step_resume
 from .events import event_append
+from .gate import tool_context, tool_runner
 from .queue import enqueue_on_commit
 from .runs import run_finish_if_done
 from .streaming import live_text_clear, text_broadcaster
@@ -99,18 +101,7 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
             outcome = synthesize(provider, run.task, _context_for(step), live_text(1))
         else:
             provider = metered(run_id, step_id, provider_for(f"executor:{step.role}", run.routes))
-            workspace = settings.AGENTSITE_WORKSPACES_DIR / f"run-{run_id}"
-            workspace.mkdir(parents=True, exist_ok=True)
-            tool_ctx = ToolContext(
-                run_id=run_id,
-                step_id=step_id,
-                workspace=workspace,
-                allow_irreversible=run.auto_approve,
-                settings={
-                    "fetch_max_bytes": settings.AGENTSITE_FETCH_MAX_BYTES,
-                    "fetch_timeout_s": settings.AGENTSITE_FETCH_TIMEOUT_S,
-                },
-            )
+            tool_ctx = tool_context(run_id, step_id)
             outcome = run_step(
                 provider,
                 StepSpec(step.step_id, step.title, step.instruction, step.role, list(step.tools)),
@@ -119,7 +110,20 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
                 on_event,
                 max_iterations=settings.AGENTSITE_MAX_STEP_ITERATIONS,
                 live_text=live_text,
+                run_tool=tool_runner(run, step_id, tool_ctx),
+                checkpoint=Checkpoint.from_json(step.checkpoint) if step.checkpoint else None,
+                save=lambda state: Step.objects.filter(run_id=run_id, step_id=step_id).update(
+                    checkpoint=state.to_json()
+                ),
             )
+    except StepPaused as paused:
+        step_pause(run_id, step_id, paused)
+        return
+    except RunStopped as exc:
+        step_finish(
+            run_id, step_id, error=str(exc), model=getattr(provider, "label", ""), stopped=True
+        )
+        return
     except AgentError as exc:
         step_finish(run_id, step_id, error=str(exc), model=getattr(provider, "label", ""))
         return
@@ -130,6 +134,29 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
     step_finish(run_id, step_id, outcome=outcome, model=provider.label)
 
 
+def step_pause(run_id: int, step_id: str, paused: StepPaused) -> None:
+    """Park a step before a call that waits for a person; it holds no worker meanwhile."""
+    with transaction.atomic():
+        Run.objects.select_for_update().get(pk=run_id)
+        moved = Step.objects.filter(
+            run_id=run_id, step_id=step_id, status=StepStatus.RUNNING
+        ).update(status=StepStatus.WAITING, checkpoint=paused.checkpoint.to_json())
+        live_text_clear(run_id, step_id)
+        if moved:
+            event_append(
+                run_id,
+                "step.waiting",
+                {"tool": paused.call.name, "arguments": paused.call.arguments},
+                step_id=step_id,
+            )
+    # Decided while this worker was still parking the step: resume it now, as the decision's
+    # own attempt to resume found it still running.
+    approval = approval_find(run_id, step_id, f"{paused.checkpoint.iteration}:{paused.call.id}")
+    if approval is not None and approval.state != Approval.State.PENDING:
+        with transaction.atomic():
+            step_resume(run_id, step_id)
+
+
 def step_finish(
     run_id: int,
     step_id: str,
@@ -137,8 +164,12 @@ def step_finish(
     outcome: StepOutcome | None = None,
     error: str = "",
     model: str = "",
+    stopped: bool = False,
 ) -> None:
-    """Record a step's result, then queue what it unblocks or close the run."""
+    """Record a step's result, then queue what it unblocks or close the run.
+
+    `stopped` means the run ended under the step (cancelled, budget spent): it is skipped with
+    the reason rather than failed."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         step = Step.objects.get(run=run, step_id=step_id)
@@ -151,7 +182,7 @@ def step_finish(
             step.status = StepStatus.SUCCEEDED
             step.output = outcome.output
         else:
-            step.status = StepStatus.FAILED
+            step.status = StepStatus.SKIPPED if stopped else StepStatus.FAILED
             step.error = error
         step.save()
         live_text_clear(run_id, step_id)
@@ -170,6 +201,8 @@ def step_finish(
                 },
                 step_id=step_id,
             )
+        elif step.status == StepStatus.SKIPPED:
+            event_append(run_id, "step.skipped", {"reason": error}, step_id=step_id)
         else:
             event_append(run_id, "step.failed", {"error": error}, step_id=step_id)
         if run.status != RunStatus.RUNNING:

@@ -52,3 +52,14 @@ def millis(value: int | None) -> str:
 def thousands(value: int | None) -> str:
     """12,345: token counts are read at a glance."""
     return "—" if value is None else f"{value:,}"
+
+
+@register.filter
+def json_pretty(value: object) -> str:
+    """Indented JSON for a person to read or edit; escaped by the template like any text."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@register.filter
+def get(mapping: dict, key: str) -> object:
+    return mapping.get(key, "")

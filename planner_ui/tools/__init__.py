@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from .base import Tool, ToolContext
 from .calculator import Calculator
+from .delete_file import DeleteFile
 from .email import SendEmail
 from .fetch import FetchUrl
 from .files import ListFiles, ReadFile, WriteFile
+from .http_post import HttpPost
+from .shell import Shell
 
 __all__ = ["REGISTRY", "Tool", "ToolContext", "get_tool", "tool_names"]
 
 REGISTRY: dict[str, Tool] = {
     tool.name: tool
-    for tool in (Calculator(), ReadFile(), WriteFile(), ListFiles(), FetchUrl(), SendEmail())
+    for tool in (
+        Calculator(),
+        ReadFile(),
+        WriteFile(),
+        ListFiles(),
+        DeleteFile(),
+        FetchUrl(),
+        HttpPost(),
+        SendEmail(),
+        Shell(),
+    )
 }
 
 

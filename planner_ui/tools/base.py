@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
+from planner_ui.core.effects import IRREVERSIBLE_EFFECTS, Effect
 from planner_ui.core.errors import ToolError
 from planner_ui.providers.base import ToolSpec
 
@@ -20,17 +21,27 @@ class ToolContext:
     run_id: int
     step_id: str
     workspace: Path
-    # Until approval gates exist (a later issue) irreversible calls need a run-level auto-approve.
-    allow_irreversible: bool = False
+    # Limits and the network allow-list, by the keys each tool documents.
     settings: dict[str, Any] = field(default_factory=dict)
+    # Set by the executor's runner for each irreversible call (dataclasses.replace), so a tool
+    # that reaches the outside can let the receiver drop a retried duplicate.
+    idempotency_key: str = ""
+
+
+class _DerivedFromEffect:
+    """`irreversible`, read off the class's effect so the two can never disagree."""
+
+    def __get__(self, instance: Tool | None, owner: type[Tool]) -> bool:
+        return owner.effect in IRREVERSIBLE_EFFECTS
 
 
 class Tool(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     Input: ClassVar[type[BaseModel]]
-    # An irreversible tool acts on the world outside the run (mail, posts, deletes, shell).
-    irreversible: ClassVar[bool] = False
+    # What a call does to the world; the executor's runner gates on it, never on the name.
+    effect: ClassVar[Effect]
+    irreversible = _DerivedFromEffect()
 
     def spec(self) -> ToolSpec:
         schema = self.Input.model_json_schema()
@@ -51,14 +62,9 @@ class Tool(ABC):
             raise ToolError(f"{self.name}: invalid arguments: {problems}") from exc
 
     def call(self, arguments: Any, ctx: ToolContext) -> str:
-        args = self.parse(arguments)
-        if self.irreversible and not ctx.allow_irreversible:
-            raise ToolError(
-                f"{self.name} is irreversible and this run was not started with auto-approve; "
-                "the call was not made. Finish the step without it and say what you would "
-                "have sent."
-            )
-        return self.run(args, ctx)
+        """Validate and perform the call. Whether an irreversible call may happen at all is
+        decided before this, by the executor's runner."""
+        return self.run(self.parse(arguments), ctx)
 
     @abstractmethod
     def run(self, args: Any, ctx: ToolContext) -> str:

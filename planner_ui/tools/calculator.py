@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ToolError
 
 from .base import Tool, ToolContext
@@ -85,6 +86,7 @@ class Calculator(Tool):
     name = "calculator"
     description = "Evaluate an arithmetic expression exactly and return the number."
     Input = CalculatorInput
+    effect = Effect.READ
 
     def run(self, args: CalculatorInput, ctx: ToolContext) -> str:
         value = evaluate(args.expression)

@@ -1,8 +1,10 @@
-"""Send an email through Django's mail backend: irreversible, so gated."""
+"""Send an email through Django's mail backend: it reaches a person, so its effect is SEND."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
+
+from planner_ui.core.effects import Effect
 
 from .base import Tool, ToolContext
 
@@ -20,12 +22,17 @@ class SendEmail(Tool):
     name = "send_email"
     description = "Send a plain-text email to one recipient. Irreversible."
     Input = SendEmailInput
-    irreversible = True
+    effect = Effect.SEND
 
     def run(self, args: SendEmailInput, ctx: ToolContext) -> str:
         # Imported here so the tool registry stays importable without Django configured.
         from django.conf import settings
-        from django.core.mail import send_mail
+        from django.core.mail import EmailMessage
 
-        send_mail(args.subject, args.body, settings.DEFAULT_FROM_EMAIL, [str(args.to)])
+        # Mail has no idempotency protocol; the header at least lets a receiving system (or a
+        # person reading the source) spot a retried duplicate.
+        headers = {"X-Idempotency-Key": ctx.idempotency_key} if ctx.idempotency_key else {}
+        EmailMessage(
+            args.subject, args.body, settings.DEFAULT_FROM_EMAIL, [str(args.to)], headers=headers
+        ).send()
         return f"sent email to {args.to} with subject {args.subject!r}"

@@ -1,37 +1,20 @@
-"""Fetch a URL over HTTP(S), with a size cap and a timeout."""
+"""Fetch a URL over HTTP(S), with a size cap, a timeout and the net policy on every hop."""
 
 from __future__ import annotations
 
-import codecs
 import http.client
-import urllib.error
-import urllib.request
-from urllib.parse import urlparse
+from urllib.parse import urljoin
 
 from pydantic import BaseModel, Field
 
+from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ToolError
 
 from .base import Tool, ToolContext
+from .netpolicy import check_url
+from .outbound import REDIRECT_STATUSES, USER_AGENT, describe, open_connection, read_text
 
-
-class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
-    """Follow redirects only to http(s), so a redirect cannot reach ftp:// or file://."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001
-        if urlparse(newurl).scheme not in {"http", "https"}:
-            raise urllib.error.HTTPError(newurl, code, f"redirect to {newurl} refused", headers, fp)
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-
-_opener = urllib.request.build_opener(_HttpOnlyRedirects)
-
-
-def _charset(name: str | None) -> str:
-    try:
-        return codecs.lookup(name or "utf-8").name
-    except LookupError:
-        return "utf-8"
+MAX_REDIRECTS = 5
 
 
 class FetchUrlInput(BaseModel):
@@ -42,23 +25,32 @@ class FetchUrl(Tool):
     name = "fetch_url"
     description = "GET a web page or file and return its text (truncated to a size limit)."
     Input = FetchUrlInput
+    effect = Effect.READ
 
     def run(self, args: FetchUrlInput, ctx: ToolContext) -> str:
-        if urlparse(args.url).scheme not in {"http", "https"}:
-            raise ToolError(f"fetch_url: only http and https URLs are allowed, not {args.url!r}")
         max_bytes = int(ctx.settings.get("fetch_max_bytes", 200_000))
         timeout = float(ctx.settings.get("fetch_timeout_s", 10.0))
-        request = urllib.request.Request(args.url, headers={"User-Agent": "agentsite/0.1"})
-        try:
-            with _opener.open(request, timeout=timeout) as response:
-                body = response.read(max_bytes + 1)
-                status = response.status
-                charset = _charset(response.headers.get_content_charset())
-        except urllib.error.HTTPError as exc:
-            raise ToolError(f"fetch_url: {args.url} answered HTTP {exc.code} {exc.reason}") from exc
-        except (urllib.error.URLError, http.client.HTTPException, ValueError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ToolError(f"fetch_url: could not fetch {args.url}: {reason}") from exc
-        text = body[:max_bytes].decode(charset, errors="replace")
-        note = f"\n[truncated at {max_bytes} bytes]" if len(body) > max_bytes else ""
-        return f"HTTP {status} from {args.url}\n\n{text}{note}"
+        net_allow = ctx.settings.get("net_allow", ())
+        url = args.url
+        # Redirects are followed here, not by a library, so that each hop passes the net policy:
+        # a public page must not be able to bounce the request to 127.0.0.1.
+        for _hop in range(MAX_REDIRECTS + 1):
+            target = check_url(url, net_allow, tool=self.name)
+            connection = open_connection(target, timeout)
+            try:
+                connection.request("GET", target.request_target, headers={"User-Agent": USER_AGENT})
+                response = connection.getresponse()
+                location = response.getheader("Location")
+                if response.status in REDIRECT_STATUSES and location:
+                    url = urljoin(url, location)
+                    continue
+                if not 200 <= response.status < 300:
+                    raise ToolError(
+                        f"fetch_url: {url} answered HTTP {response.status} {response.reason}"
+                    )
+                return f"HTTP {response.status} from {url}\n\n{read_text(response, max_bytes)}"
+            except (OSError, http.client.HTTPException) as exc:
+                raise ToolError(f"fetch_url: could not fetch {url}: {describe(exc)}") from exc
+            finally:
+                connection.close()
+        raise ToolError(f"fetch_url: {args.url} redirected more than {MAX_REDIRECTS} times")

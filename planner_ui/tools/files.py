@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ToolError
 
 from .base import Tool, ToolContext
@@ -33,6 +34,7 @@ class ReadFile(Tool):
     name = "read_file"
     description = "Read a text file from the run's workspace."
     Input = ReadFileInput
+    effect = Effect.READ
 
     def run(self, args: ReadFileInput, ctx: ToolContext) -> str:
         target = resolve_in_workspace(ctx.workspace, args.path)
@@ -53,6 +55,7 @@ class WriteFile(Tool):
     name = "write_file"
     description = "Create or overwrite a text file in the run's workspace."
     Input = WriteFileInput
+    effect = Effect.WRITE
 
     def run(self, args: WriteFileInput, ctx: ToolContext) -> str:
         data = args.content.encode("utf-8")
@@ -77,6 +80,7 @@ class ListFiles(Tool):
     name = "list_files"
     description = "List the files in the run's workspace with their sizes."
     Input = ListFilesInput
+    effect = Effect.READ
 
     def run(self, args: ListFilesInput, ctx: ToolContext) -> str:
         root = ctx.workspace.resolve()

@@ -16,10 +16,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from planner_ui.core.diff import plan_diff
 from planner_ui.core.edits import DependentsPolicy
+from planner_ui.core.effects import PolicyMode
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.plan import ROLES, Plan
 from planner_ui.models import Run
 from planner_ui.providers import provider_status, routes_for_run
+from planner_ui.selectors.approvals import run_approvals
 from planner_ui.selectors.runs import (
     run_get_for_user,
     run_graph,
@@ -29,7 +31,7 @@ from planner_ui.selectors.runs import (
 from planner_ui.selectors.usage import model_suggestions, run_usage
 from planner_ui.services.plans import PlanConflict
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
-from planner_ui.tools import tool_names
+from planner_ui.tools import REGISTRY, tool_names
 
 RUNS_PER_PAGE = 20
 
@@ -46,8 +48,28 @@ class TaskForm(forms.Form):
         strip=True,
     )
     auto_approve = forms.BooleanField(
+        required=False, label="Run the plan without reviewing it first"
+    )
+    tool_policy = forms.ChoiceField(
+        choices=[
+            (PolicyMode.ASK, "Ask me before every irreversible call (send, post, delete, shell)"),
+            (PolicyMode.AUTO, "Run the tools ticked below without asking; ask for the others"),
+            (PolicyMode.DRY_RUN, "Dry run: record irreversible calls, perform none"),
+        ],
+        initial=PolicyMode.ASK,
+        required=False,  # absent means the safe default: ask
+        widget=forms.RadioSelect,
+        label="Irreversible actions",
+    )
+    auto_tools = forms.MultipleChoiceField(
         required=False,
-        label="Auto-approve: run the plan without review and allow irreversible tools",
+        widget=forms.CheckboxSelectMultiple,
+        label="Run without asking",
+        choices=lambda: [
+            (name, f"{name} ({tool.effect})")
+            for name, tool in sorted(REGISTRY.items())
+            if tool.irreversible
+        ],
     )
     budget_tokens = forms.IntegerField(
         required=False, min_value=1, label="Token budget", help_text="input + output, all calls"
@@ -128,6 +150,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 routes=form.routes(),
                 budget_tokens=form.cleaned_data["budget_tokens"],
                 budget_usd=form.cleaned_data["budget_usd"],
+                tool_policy=form.cleaned_data["tool_policy"] or PolicyMode.ASK,
+                auto_tools=form.cleaned_data["auto_tools"],
             )
         except RunInputError as exc:
             form.add_error(None, str(exc))
@@ -178,6 +202,9 @@ def render_run(
         "proposal": proposal,
         "proposal_diff": proposal_diff,
         "usage": run_usage(run),
+        **run_approvals(run),
+        "tool_effects": {name: str(tool.effect) for name, tool in REGISTRY.items()},
+        "irreversible_tools": {name for name, tool in REGISTRY.items() if tool.irreversible},
         "notice": notice,
         "error": error,
     }

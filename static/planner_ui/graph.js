@@ -16,6 +16,7 @@
     pending: {bg: "#eef0f3", border: "#98a2b3", text: "#344054"},
     queued: {bg: "#e3ecff", border: "#5b8def", text: "#1d3a8a"},
     running: {bg: "#ffefc2", border: "#d98b06", text: "#5c3d00"},
+    waiting: {bg: "#fde2f3", border: "#b0307a", text: "#5e1141"},
     succeeded: {bg: "#dff5e7", border: "#1f9d55", text: "#0f4d2a"},
     failed: {bg: "#fde4e4", border: "#d64545", text: "#7a1b1b"},
     skipped: {bg: "#f7f8fa", border: "#b4bac4", text: "#8a93a3"},
@@ -83,7 +84,10 @@
 
   function nodeData(step) {
     const tools = Array.isArray(step.tools) ? step.tools.filter(Boolean).map(String) : [];
-    const detail = String(step.role || "") + (tools.length ? " · " + tools.join(", ") : "");
+    // Tools with irreversible effects carry their effect, e.g. "send_email (send)".
+    const effects = step.effects || {};
+    const named = tools.map((t) => (effects[t] ? t + " (" + effects[t] + ")" : t));
+    const detail = String(step.role || "") + (named.length ? " · " + named.join(", ") : "");
     // The synthesizer's label is bold (see style()), so it is measured bold.
     const bold = step.role === "synthesizer";
     const lines = wrap(step.title || step.id, MAX_TITLE_LINES, bold).concat(detail ? wrap(detail, MAX_DETAIL_LINES, bold) : []);
@@ -93,6 +97,7 @@
       height: Math.max(40, Math.ceil(2 * PADDING_Y + lines.length * FONT_SIZE * LINE_HEIGHT)),
       status: COLORS[step.status] ? step.status : "pending",
       role: String(step.role || ""),
+      irreversible: Object.keys(effects).length > 0 ? "yes" : "no",
     };
   }
 
@@ -138,6 +143,8 @@
       {selector: 'node.step[status = "running"]', style: {"border-width": 3, "underlay-opacity": 0.12}},
       {selector: 'node.step[status = "running"].pulse', style: {"underlay-opacity": 0.38}},
       {selector: 'node.step[status = "skipped"]', style: {"border-style": "dashed"}},
+      // A step that may act on the world outside the run: a double border, whatever its status.
+      {selector: 'node.step[irreversible = "yes"]', style: {"border-style": "double", "border-width": 4}},
       // The synthesizer joins the branches into the answer: a second ring, in its status colour.
       {selector: 'node.step[role = "synthesizer"]', style: {
         "font-weight": "bold", "outline-width": 2, "outline-offset": 3, "outline-opacity": 1,

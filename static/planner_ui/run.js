@@ -85,7 +85,7 @@
   // The latest status of each step seen on the socket, re-applied after a fragment swap
   // in case the server rendered the fragment just before that event was committed.
   const seenStatus = {};
-  const statusRank = {pending: 0, queued: 1, running: 2, succeeded: 3, failed: 3, skipped: 3};
+  const statusRank = {pending: 0, queued: 1, running: 2, waiting: 2, succeeded: 3, failed: 3, skipped: 3};
 
   function setStepStatus(stepId, status) {
     seenStatus[stepId] = status;
@@ -176,6 +176,13 @@
       case "step.succeeded": return "succeeded in " + (p.duration_s || 0).toFixed(2) + " s";
       case "step.failed": return "failed: " + p.error;
       case "step.skipped": return "skipped: " + p.reason;
+      case "step.waiting": return "waits for approval of " + p.tool;
+      case "approval.requested": return "asks to call " + p.tool + " (" + p.effect + ") " + JSON.stringify(p.arguments);
+      case "approval.decided": return p.tool + " " + p.state + " by " + p.by + (p.edited ? " with edited arguments" : "") + (p.reason ? ": " + p.reason : "");
+      case "approval.withdrawn": return p.count + " pending approval" + (p.count === 1 ? "" : "s") + " withdrawn: " + p.reason;
+      case "tool.performing": return "performing " + p.tool + ", authorized by " + p.authorized_by + " (key " + p.key + ")";
+      case "tool.receipt": return p.tool + (p.is_error ? " failed; receipt stored" : " performed; receipt stored");
+      case "tool.unknown": return "the outcome of " + p.tool + " is unknown: its worker stopped during the call; not repeated";
       default: return ev.type;
     }
   }
@@ -222,7 +229,15 @@
         endLiveText(ev.step_id);
         if (card) { const err = card.querySelector(".step-error"); err.textContent = p.error; err.hidden = false; }
         break;
-      case "step.skipped": setStepStatus(ev.step_id, "skipped"); break;
+      case "step.skipped": setStepStatus(ev.step_id, "skipped"); endLiveText(ev.step_id); break;
+      case "step.waiting": setStepStatus(ev.step_id, "waiting"); endLiveText(ev.step_id); refreshMain(); break;
+      case "approval.requested":
+      case "approval.decided":
+      case "approval.withdrawn":
+      case "tool.receipt":
+      case "tool.unknown":
+        refreshMain();
+        break;
       case "step.tool_call":
         if (card) {
           const li = document.createElement("li");

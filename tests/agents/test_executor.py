@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +171,7 @@ def test_a_tool_error_goes_back_to_the_model(tool_ctx: ToolContext) -> None:
     ]
 
 
-def test_an_irreversible_tool_is_gated_even_when_granted(tool_ctx: ToolContext) -> None:
+def test_without_a_gate_an_irreversible_tool_is_never_run(tool_ctx: ToolContext) -> None:
     call = ToolCall("m", "send_email", {"to": "a@example.org", "subject": "Hi", "body": "x"})
     provider = ScriptedProvider([reply("", call), reply("Would have sent: Hi")])
 
@@ -178,7 +179,9 @@ def test_an_irreversible_tool_is_gated_even_when_granted(tool_ctx: ToolContext) 
 
     (result,) = provider.requests[1].messages[-1]["results"]
     assert result.is_error
-    assert result.content.startswith("send_email is irreversible and this run was not started")
+    assert result.content.startswith(
+        "send_email is irreversible (send) and no approval gate is in place here"
+    )
 
 
 def test_a_long_tool_result_is_truncated(tool_ctx: ToolContext) -> None:
@@ -355,3 +358,62 @@ def test_each_model_call_streams_into_its_own_live_text(tool_ctx: ToolContext) -
         1: (["Computing."], 1),
         2: (["It is 42."], 1),
     }
+
+
+def test_a_paused_step_resumes_from_its_checkpoint_without_asking_the_model_again(
+    tool_ctx: ToolContext,
+) -> None:
+    from planner_ui.agents.checkpoint import Checkpoint
+    from planner_ui.agents.executor import AwaitingApproval, StepPaused
+
+    first = ToolCall("c1", "calculator", {"expression": "1 + 1"})
+    gated = ToolCall("c2", "calculator", {"expression": "6 * 7"})
+    provider = ScriptedProvider([reply("Two sums.", first, gated), reply("2 and 42")])
+    decided = {"c2": False}
+    saved: list[dict] = []
+
+    def run_tool(call, tool, iteration):
+        assert iteration == 1
+        if call.id == "c2" and not decided["c2"]:
+            raise AwaitingApproval(call)
+        return tool.call(call.arguments, tool_ctx), False
+
+    with pytest.raises(StepPaused) as paused:
+        run(
+            provider,
+            step("calculator"),
+            tool_ctx,
+            run_tool=run_tool,
+            save=lambda s: saved.append(s.to_json()),
+        )
+    state = paused.value.checkpoint
+    assert paused.value.call == gated
+    # The first call's result is kept; the gated one has none yet.
+    assert [r.content for r in state.results] == ["1 + 1 = 2"]
+    assert state.pending_calls == [gated]
+    # What a database would hand back later, after a person approved.
+    restored = Checkpoint.from_json(json.loads(json.dumps(saved[-1])))
+    assert restored.pending_calls == [gated]
+    decided["c2"] = True
+    outcome, events = run(
+        provider, step("calculator"), tool_ctx, run_tool=run_tool, checkpoint=restored
+    )
+    assert outcome.output == "2 and 42"
+    assert (outcome.model_calls, outcome.tool_calls) == (2, 2)
+    # The model was asked twice in all: once before the pause, once after both results.
+    assert len(provider.requests) == 2
+    assert provider.requests[1].messages[-1]["results"] == [
+        ToolResult("c1", "1 + 1 = 2", False),
+        ToolResult("c2", "6 * 7 = 42", False),
+    ]
+    # Resuming does not announce the calls again; it reports the remaining result.
+    assert [kind for kind, _ in events] == ["step.tool_result"]
+
+
+def test_the_state_is_saved_after_every_reply_and_result(tool_ctx: ToolContext) -> None:
+    calls = [ToolCall(f"c{i}", "calculator", {"expression": f"{i} + 1"}) for i in range(2)]
+    provider = ScriptedProvider([reply("", *calls), reply("done")])
+    saved: list[dict] = []
+    run(provider, step("calculator"), tool_ctx, save=lambda s: saved.append(s.to_json()))
+    # The reply with two calls, its first result, then both results as a turn.
+    assert [(len(s["messages"]), len(s["results"])) for s in saved] == [(2, 0), (2, 1), (3, 0)]

@@ -147,33 +147,6 @@ def test_a_failed_step_skips_what_is_left_and_fails_the_run(make_user, settings)
     assert RunEvent.objects.filter(run=run, type="step.failed", step_id=failed.step_id).exists()
 
 
-# pytest-django routes Django's mail to the in-memory `mailoutbox` in this process.
-def test_irreversible_tool_is_refused_without_auto_approve(make_user, mailoutbox):
-    run = planned(make_user(), "Write a two-line status note and email it to bob@example.com")
-    run_approve_plan(run.pk)
-    run = drive(run)
-    result = run.events.get(type="step.tool_result", payload__tool="send_email")
-    assert result.payload["is_error"] is True
-    assert result.payload["content"].startswith(
-        "send_email is irreversible and this run was not started with auto-approve"
-    )
-    assert mailoutbox == []
-
-
-def test_irreversible_tool_runs_with_auto_approve(make_user, mailoutbox):
-    run = planned(
-        make_user(),
-        "Write a two-line status note and email it to bob@example.com",
-        auto_approve=True,
-    )
-    # With auto-approve the plan was approved as soon as it was made.
-    assert run.status == RunStatus.RUNNING
-    run = drive(run)
-    assert run.status == RunStatus.SUCCEEDED, run.error
-    assert [m.to for m in mailoutbox] == [["bob@example.com"]]
-    assert mailoutbox[0].subject
-
-
 def test_a_provider_that_cannot_be_built_fails_the_step_with_its_reason(make_user, settings):
     run = planned(make_user(), "Research tea and coffee")
     # The executors' route names Anthropic, whose key is gone by the time they run.

@@ -1,4 +1,8 @@
-"""send_email: irreversible, so refused without auto-approve; sent through Django's mail."""
+"""send_email: tagged SEND, and sent through Django's mail whenever it is called.
+
+Whether a call may happen is the executor's runner's decision (tests/agents); the tool only
+validates its arguments and sends.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 import pytest
 from django.core import mail
 
+from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ToolError
 from planner_ui.tools import ToolContext
 from planner_ui.tools.email import SendEmail
@@ -23,30 +28,19 @@ def locmem_mail(settings: Any) -> list[mail.EmailMessage]:
     return mail.outbox
 
 
-def context(*, allow_irreversible: bool) -> ToolContext:
+def context(idempotency_key: str = "") -> ToolContext:
     return ToolContext(
-        run_id=1,
-        step_id="notify",
-        workspace=Path("/nonexistent"),
-        allow_irreversible=allow_irreversible,
+        run_id=1, step_id="notify", workspace=Path("/nonexistent"), idempotency_key=idempotency_key
     )
 
 
-def test_without_auto_approve_the_call_is_refused_and_nothing_is_sent(
-    locmem_mail: list[mail.EmailMessage],
-) -> None:
-    with pytest.raises(ToolError) as caught:
-        SendEmail().call(GOOD, context(allow_irreversible=False))
-
-    assert str(caught.value) == (
-        "send_email is irreversible and this run was not started with auto-approve; the call "
-        "was not made. Finish the step without it and say what you would have sent."
-    )
-    assert mail.outbox == []
+def test_the_tool_sends_so_it_is_irreversible() -> None:
+    assert SendEmail.effect is Effect.SEND
+    assert SendEmail.irreversible is True
 
 
-def test_with_auto_approve_the_email_is_sent(locmem_mail: list[mail.EmailMessage]) -> None:
-    result = SendEmail().call(GOOD, context(allow_irreversible=True))
+def test_a_call_sends_the_email(locmem_mail: list[mail.EmailMessage]) -> None:
+    result = SendEmail().call(GOOD, context())
 
     assert result == "sent email to bob@example.org with subject 'Weekly report'"
     assert len(mail.outbox) == 1
@@ -55,10 +49,15 @@ def test_with_auto_approve_the_email_is_sent(locmem_mail: list[mail.EmailMessage
     assert sent.subject == "Weekly report"
     assert sent.body == "All steps finished."
     assert sent.from_email == "agentsite@test.invalid"
+    assert sent.extra_headers == {}
 
 
-def test_the_tool_is_marked_irreversible() -> None:
-    assert SendEmail.irreversible is True
+def test_the_idempotency_key_travels_as_a_header(locmem_mail: list[mail.EmailMessage]) -> None:
+    SendEmail().call(GOOD, context("run-1-notify-call-1"))
+
+    [sent] = mail.outbox
+    assert sent.extra_headers == {"X-Idempotency-Key": "run-1-notify-call-1"}
+    assert sent.message()["X-Idempotency-Key"] == "run-1-notify-call-1"
 
 
 @pytest.mark.parametrize(
@@ -90,14 +89,12 @@ def test_the_tool_is_marked_irreversible() -> None:
         (["bob@example.org"], "send_email: arguments must be a JSON object"),
     ],
 )
-def test_invalid_arguments_are_named_before_the_gate(
+def test_invalid_arguments_are_named_and_nothing_is_sent(
     locmem_mail: list[mail.EmailMessage], arguments: Any, message: str
 ) -> None:
-    # Validation comes first, so the model learns what is wrong even where the gate would refuse.
-    for allowed in (False, True):
-        with pytest.raises(ToolError) as caught:
-            SendEmail().call(arguments, context(allow_irreversible=allowed))
-        assert str(caught.value) == message
+    with pytest.raises(ToolError) as caught:
+        SendEmail().call(arguments, context())
+    assert str(caught.value) == message
     assert mail.outbox == []
 
 
@@ -106,5 +103,5 @@ def test_a_subject_with_a_newline_is_refused_as_an_argument(
 ) -> None:
     arguments = {**GOOD, "subject": "Report\nBcc: eve@example.org"}
     with pytest.raises(ToolError, match=r"^send_email: invalid arguments: 'subject' "):
-        SendEmail().call(arguments, context(allow_irreversible=True))
+        SendEmail().call(arguments, context())
     assert mail.outbox == []

@@ -1,12 +1,23 @@
-"""The tool registry: lookup by name, and a JSON-schema spec for every tool."""
+"""The tool registry: lookup by name, an effect for every tool, and a JSON-schema spec."""
 
 from __future__ import annotations
 
 import pytest
 
+from planner_ui.core.effects import IRREVERSIBLE_EFFECTS, Effect
 from planner_ui.tools import REGISTRY, Tool, get_tool, tool_names
 
-ALL_TOOLS = ["calculator", "fetch_url", "list_files", "read_file", "send_email", "write_file"]
+ALL_TOOLS = [
+    "calculator",
+    "delete_file",
+    "fetch_url",
+    "http_post",
+    "list_files",
+    "read_file",
+    "send_email",
+    "shell",
+    "write_file",
+]
 
 
 def test_tool_names_are_sorted() -> None:
@@ -19,15 +30,36 @@ def test_get_tool_returns_the_registered_instance() -> None:
 
 def test_an_unknown_tool_lists_the_known_ones() -> None:
     with pytest.raises(KeyError) as caught:
-        get_tool("shell")
+        get_tool("teleport")
     assert caught.value.args[0] == (
-        "unknown tool 'shell'; known tools: "
-        "calculator, fetch_url, list_files, read_file, send_email, write_file"
+        "unknown tool 'teleport'; known tools: calculator, delete_file, fetch_url, http_post, "
+        "list_files, read_file, send_email, shell, write_file"
     )
 
 
-def test_only_send_email_is_irreversible() -> None:
-    assert [name for name in tool_names() if REGISTRY[name].irreversible] == ["send_email"]
+def test_every_tool_declares_its_effect() -> None:
+    assert {name: REGISTRY[name].effect for name in ALL_TOOLS} == {
+        "calculator": Effect.READ,
+        "delete_file": Effect.DELETE,
+        "fetch_url": Effect.READ,
+        "http_post": Effect.SEND,
+        "list_files": Effect.READ,
+        "read_file": Effect.READ,
+        "send_email": Effect.SEND,
+        "shell": Effect.EXECUTE,
+        "write_file": Effect.WRITE,
+    }
+
+
+@pytest.mark.parametrize("name", ALL_TOOLS)
+def test_irreversible_is_derived_from_the_effect(name: str) -> None:
+    tool = REGISTRY[name]
+    assert tool.irreversible is type(tool).irreversible is (tool.effect in IRREVERSIBLE_EFFECTS)
+
+
+def test_exactly_the_tools_that_act_outside_the_run_are_irreversible() -> None:
+    irreversible = {name for name in ALL_TOOLS if REGISTRY[name].irreversible}
+    assert irreversible == {"send_email", "http_post", "shell", "delete_file"}
 
 
 @pytest.mark.parametrize("name", ALL_TOOLS)
@@ -38,6 +70,8 @@ def test_each_spec_is_a_json_schema_object(name: str) -> None:
     assert isinstance(tool, Tool)
     assert spec.name == name == tool.name
     assert spec.description == tool.description and spec.description.endswith(".")
+    # The model is told which calls cannot be taken back.
+    assert spec.description.endswith("Irreversible.") is tool.irreversible
     schema = spec.input_schema
     assert schema["type"] == "object"
     assert isinstance(schema["properties"], dict)
@@ -49,10 +83,13 @@ def test_the_specs_declare_each_tools_inputs() -> None:
     required = {name: REGISTRY[name].spec().input_schema.get("required", []) for name in ALL_TOOLS}
     assert required == {
         "calculator": ["expression"],
+        "delete_file": ["path"],
         "fetch_url": ["url"],
+        "http_post": ["url", "body"],
         "list_files": [],
         "read_file": ["path"],
         "send_email": ["to", "subject", "body"],
+        "shell": ["command"],
         "write_file": ["path", "content"],
     }
     calculator = REGISTRY["calculator"].spec().input_schema["properties"]["expression"]
@@ -62,3 +99,5 @@ def test_the_specs_declare_each_tools_inputs() -> None:
         "title": "Expression",
         "type": "string",
     }
+    content_type = REGISTRY["http_post"].spec().input_schema["properties"]["content_type"]
+    assert content_type["default"] == "application/json"

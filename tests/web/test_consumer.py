@@ -177,3 +177,44 @@ async def test_a_watcher_joining_mid_step_gets_the_text_so_far_then_the_rest(mak
     await _receive_events_until_replay_done(ws)
     assert await ws.receive_nothing(timeout=0.3)
     await ws.disconnect()
+
+
+async def test_the_inbox_socket_pushes_the_pending_count_to_its_user_only(make_user):
+    from planner_ui.services.events import user_broadcast
+
+    owner, run, cookie = await _setup(make_user)
+    communicator = WebsocketCommunicator(
+        application,
+        "/ws/inbox/",
+        headers=[(b"origin", b"http://localhost"), (b"host", b"localhost"), (b"cookie", cookie)],
+    )
+    connected, _ = await communicator.connect(timeout=5)
+    assert connected
+    assert json.loads(await communicator.receive_from(timeout=5)) == {
+        "type": "approvals",
+        "pending": 0,
+    }
+
+    @database_sync_to_async
+    def request_one() -> None:
+        from planner_ui.models import Approval
+
+        Approval.objects.create(
+            run=run, step_id="mail", call_key="1:c", tool="send_email", effect="send", arguments={}
+        )
+        user_broadcast(owner.pk, {"type": "approvals.changed"})
+
+    await request_one()
+    assert json.loads(await communicator.receive_from(timeout=5)) == {
+        "type": "approvals",
+        "pending": 1,
+    }
+    await communicator.disconnect()
+
+    anonymous = WebsocketCommunicator(
+        application,
+        "/ws/inbox/",
+        headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")],
+    )
+    connected, code = await anonymous.connect(timeout=5)
+    assert not connected and code == 4401

@@ -1,0 +1,16 @@
+"""The pending-approvals count every page's header shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+
+def approvals(request: HttpRequest) -> dict[str, Any]:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {}
+    from planner_ui.services.approvals import pending_count
+
+    return {"approvals_pending_count": pending_count(user)}

@@ -1,0 +1,172 @@
+"""Approval gates: an executor's irreversible call waits here for a person's decision.
+
+A decision is one conditional UPDATE from pending, so two tabs or two people deciding at once
+produce exactly one decision, and exactly one resumption of the step; the loser is told what
+happened instead.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from planner_ui.core.errors import AgentError, ToolError
+from planner_ui.core.status import StepStatus
+from planner_ui.models import Approval, Run, Step
+from planner_ui.tools import Tool
+
+from .events import event_append, user_broadcast
+
+MAX_ARGUMENTS_CHARS = 20_000
+
+
+class ApprovalRefused(AgentError):
+    """A decision could not be taken; the message says why (already decided, bad arguments)."""
+
+
+def approval_find(run_id: int, step_id: str, call_key: str) -> Approval | None:
+    return Approval.objects.filter(run_id=run_id, step_id=step_id, call_key=call_key).first()
+
+
+def approval_request(
+    run_id: int, step_id: str, call_key: str, tool: Tool, arguments: dict[str, Any]
+) -> Approval:
+    """Store the exact call an executor wants to make; idempotent for a re-run of the step."""
+    with transaction.atomic():
+        approval, created = Approval.objects.get_or_create(
+            run_id=run_id,
+            step_id=step_id,
+            call_key=call_key,
+            defaults={"tool": tool.name, "effect": tool.effect, "arguments": arguments},
+        )
+        if created:
+            event_append(
+                run_id,
+                "approval.requested",
+                {
+                    "approval": approval.pk,
+                    "tool": tool.name,
+                    "effect": str(tool.effect),
+                    "arguments": arguments,
+                },
+                step_id=step_id,
+            )
+            _notify_owner(run_id)
+    return approval
+
+
+def approval_decide(
+    *,
+    user: AbstractBaseUser,
+    approval_id: int,
+    approve: bool,
+    arguments_json: str | None = None,
+    reason: str = "",
+) -> Approval:
+    """Approve (optionally with edited arguments) or reject a pending call of the user's run."""
+    from planner_ui.tools import get_tool
+
+    approval = get_object_or_404(Approval, pk=approval_id, run__owner=user)
+    arguments = None
+    if approve and arguments_json is not None and arguments_json.strip():
+        arguments = _edited_arguments(get_tool(approval.tool), arguments_json)
+    reason = reason.strip()[:2000]
+    with transaction.atomic():
+        decided = Approval.objects.filter(pk=approval.pk, state=Approval.State.PENDING).update(
+            state=Approval.State.APPROVED if approve else Approval.State.REJECTED,
+            approved_arguments=arguments,
+            reason="" if approve else reason,
+            decided_by=user,
+            decided_at=timezone.now(),
+        )
+        approval.refresh_from_db()
+        if not decided:
+            raise ApprovalRefused(_already(approval, approve))
+        event_append(
+            approval.run_id,
+            "approval.decided",
+            {
+                "approval": approval.pk,
+                "tool": approval.tool,
+                "state": approval.state,
+                "by": user.get_username(),
+                "edited": approval.edited,
+                "reason": approval.reason,
+            },
+            step_id=approval.step_id,
+        )
+        step_resume(approval.run_id, approval.step_id)
+        _notify_owner(approval.run_id)
+    return approval
+
+
+def approvals_withdraw(run_id: int, reason: str) -> int:
+    """Withdraw every pending approval of a run that ended; returns how many."""
+    count = Approval.objects.filter(run_id=run_id, state=Approval.State.PENDING).update(
+        state=Approval.State.WITHDRAWN, reason=reason, decided_at=timezone.now()
+    )
+    if count:
+        event_append(run_id, "approval.withdrawn", {"count": count, "reason": reason})
+        _notify_owner(run_id)
+    return count
+
+
+def pending_count(user: AbstractBaseUser) -> int:
+    return Approval.objects.filter(run__owner=user, state=Approval.State.PENDING).count()
+
+
+def step_resume(run_id: int, step_id: str) -> bool:
+    """Queue a step that waited for a decision; it carries on from its checkpoint."""
+    from planner_ui.tasks import execute_step
+
+    from .queue import enqueue_on_commit
+
+    if not Step.objects.filter(run_id=run_id, step_id=step_id, status=StepStatus.WAITING).update(
+        status=StepStatus.QUEUED
+    ):
+        return False  # not waiting (the run ended, or it was resumed already)
+    event_append(run_id, "step.queued", {"resumed": True}, step_id=step_id)
+    enqueue_on_commit(run_id, execute_step, run_id, step_id)
+    return True
+
+
+def _edited_arguments(tool: Tool, text: str) -> dict[str, Any]:
+    if len(text) > MAX_ARGUMENTS_CHARS:
+        raise ApprovalRefused(
+            f"The edited arguments are {len(text)} characters long; at most "
+            f"{MAX_ARGUMENTS_CHARS} are allowed."
+        )
+    try:
+        arguments = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ApprovalRefused(f"The edited arguments are not valid JSON: {exc}") from exc
+    try:
+        tool.parse(arguments)
+    except ToolError as exc:
+        raise ApprovalRefused(f"The edited arguments were refused: {exc}") from exc
+    return arguments
+
+
+def _already(approval: Approval, approve: bool) -> str:
+    who = approval.decided_by.get_username() if approval.decided_by else "the system"
+    when = (
+        timezone.localtime(approval.decided_at).strftime("%H:%M:%S") if approval.decided_at else ""
+    )
+    wanted = "approved" if approve else "rejected"
+    if approval.state == Approval.State.WITHDRAWN:
+        return f"This request was withdrawn ({approval.reason}), so it cannot be {wanted}."
+    return (
+        f"This request was already {approval.state} by {who} at {when}, "
+        f"so it cannot be {wanted} now."
+    )
+
+
+def _notify_owner(run_id: int) -> None:
+    owner_id = Run.objects.filter(pk=run_id).values_list("owner_id", flat=True).first()
+    if owner_id is not None:
+        transaction.on_commit(lambda: user_broadcast(owner_id, {"type": "approvals.changed"}))

@@ -1,0 +1,101 @@
+"""Deciding irreversible calls, from a run's page or from the inbox of all of a user's runs;
+and cancelling a run. Plain forms that htmx enhances, like the plan editor's."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from planner_ui.core.errors import InvalidTransition
+from planner_ui.models import Approval
+from planner_ui.selectors.approvals import inbox_for_user
+from planner_ui.selectors.runs import run_get_for_user
+from planner_ui.services.approvals import ApprovalRefused, approval_decide, pending_count
+from planner_ui.services.runs import run_cancel
+
+from .runs import render_run
+
+
+@login_required
+@require_POST
+def approval_decide_view(request: HttpRequest, approval_id: int) -> HttpResponse:
+    # 404 for another user's request, before anything else is read.
+    approval = get_object_or_404(Approval, pk=approval_id, run__owner=request.user)
+    decision = request.POST.get("decision", "")
+    if decision not in ("approve", "reject"):
+        return _answer(request, approval, error="Choose approve or reject.", status=400)
+    try:
+        approval = approval_decide(
+            user=request.user,
+            approval_id=approval.pk,
+            approve=decision == "approve",
+            arguments_json=request.POST.get("arguments"),
+            reason=request.POST.get("reason", ""),
+        )
+    except ApprovalRefused as exc:
+        return _answer(request, approval, error=str(exc), status=409)
+    verb = "Approved" if approval.state == Approval.State.APPROVED else "Rejected"
+    edited = " with edited arguments" if approval.edited else ""
+    return _answer(request, approval, notice=f"{verb} {approval.tool}{edited}.")
+
+
+def _answer(
+    request: HttpRequest,
+    approval: Approval,
+    *,
+    notice: str = "",
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    from_inbox = request.POST.get("from") == "inbox"
+    if request.htmx:
+        if from_inbox:
+            return _inbox(request, fragment=True, notice=notice, error=error, status=status)
+        run = run_get_for_user(request.user, approval.run_id)
+        return render_run(request, run, fragment=True, notice=notice, error=error, status=status)
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, notice)
+    if from_inbox:
+        return redirect("approvals_inbox")
+    return redirect("run_detail", run_id=approval.run_id)
+
+
+@login_required
+@require_GET
+def approvals_inbox(request: HttpRequest) -> HttpResponse:
+    return _inbox(request, fragment=bool(request.htmx))
+
+
+def _inbox(
+    request: HttpRequest, *, fragment: bool, notice: str = "", error: str = "", status: int = 200
+) -> HttpResponse:
+    context = {**inbox_for_user(request.user), "notice": notice, "error": error}
+    template = "planner_ui/_inbox_list.html" if fragment else "planner_ui/inbox.html"
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_GET
+def approvals_count(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"pending": pending_count(request.user)})
+
+
+@login_required
+@require_POST
+def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    try:
+        run = run_cancel(run.pk, request.user)
+    except InvalidTransition as exc:
+        if request.htmx:
+            return render_run(request, run, fragment=True, error=str(exc), status=409)
+        messages.error(request, str(exc))
+        return redirect("run_detail", run_id=run.pk)
+    if request.htmx:
+        return render_run(request, run, fragment=True, notice="Run cancelled.")
+    return redirect("run_detail", run_id=run.pk)

@@ -1,0 +1,38 @@
+// The header's pending-approvals badge, kept current over a WebSocket on every page; on the
+// inbox page, the list is refreshed too.
+(function () {
+  "use strict";
+  const badge = document.getElementById("approvals-badge");
+  if (!badge) return;
+  let retryMs = 1000;
+  let last = parseInt(badge.dataset.count || "0", 10);
+
+  function show(count) {
+    badge.textContent = String(count);
+    badge.dataset.count = String(count);
+    badge.hidden = count === 0;
+    if (count !== last) {
+      last = count;
+      const list = document.getElementById("inbox-list");
+      if (list && window.htmx) htmx.ajax("GET", list.dataset.url, {target: "#inbox-list", swap: "outerHTML"});
+      document.body.dispatchEvent(new CustomEvent("approvals:changed", {detail: {pending: count}}));
+    }
+  }
+
+  function connect() {
+    const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    const ws = new WebSocket(scheme + window.location.host + "/ws/inbox/");
+    ws.onopen = () => { retryMs = 1000; };
+    ws.onmessage = (msg) => {
+      let data;
+      try { data = JSON.parse(msg.data); } catch (e) { return; }
+      if (data.type === "approvals") show(data.pending);
+    };
+    ws.onclose = (e) => {
+      if (e.code === 4401) return;
+      setTimeout(connect, retryMs);
+      retryMs = Math.min(retryMs * 2, 15000);
+    };
+  }
+  connect();
+})();

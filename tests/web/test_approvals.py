@@ -1,0 +1,123 @@
+"""Approvals over HTTP: deciding from the run page and the inbox, the badge, cancelling;
+CSRF and ownership."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from planner_ui.core.status import RunStatus
+from planner_ui.models import Approval, Run
+from planner_ui.services.runs import run_approve_plan
+from tests.services.test_runs import drive, planned
+
+pytestmark = pytest.mark.django_db
+
+TASK = "Write a two-line status note and email it to bob@example.com"
+
+
+@pytest.fixture
+def waiting(alice) -> Approval:
+    run = planned(alice, TASK)
+    run_approve_plan(run.pk)
+    drive(run)
+    return run.approvals.get(state=Approval.State.PENDING)
+
+
+def decide(client: Client, approval: Approval, **data: str):
+    return client.post(reverse("approval_decide", args=[approval.pk]), data, HTTP_HX_REQUEST="true")
+
+
+def test_the_run_page_shows_the_request_with_its_arguments_and_the_badge_counts_it(
+    client_alice, waiting
+):
+    page = client_alice.get(reverse("run_detail", args=[waiting.run_id])).content.decode()
+    assert f'id="approval-{waiting.pk}"' in page
+    assert "bob@example.com" in page and 'class="primary approve-call"' in page
+    assert 'id="approvals-badge" class="count-badge" data-count="1"' in page
+    assert "Asks before every irreversible call" in page
+    inbox = client_alice.get(reverse("approvals_inbox")).content.decode()
+    assert f'id="approval-{waiting.pk}"' in inbox and f"run {waiting.run_id}" in inbox
+    assert client_alice.get(reverse("approvals_count")).json() == {"pending": 1}
+
+
+def test_approving_from_the_run_page_answers_with_the_updated_page(client_alice, waiting):
+    response = decide(client_alice, waiting, decision="approve", **{"from": "run"})
+    assert response.status_code == 200
+    assert "Approved send_email." in response.content.decode()
+    waiting.refresh_from_db()
+    assert waiting.state == Approval.State.APPROVED and waiting.decided_by.username == "alice"
+    assert waiting.run.steps.get(step_id=waiting.step_id).status == "queued"
+
+
+def test_approving_with_edited_arguments_from_the_inbox(client_alice, waiting):
+    edited = {**waiting.arguments, "to": "carol@example.com"}
+    response = decide(
+        client_alice,
+        waiting,
+        decision="approve",
+        arguments=json.dumps(edited),
+        **{"from": "inbox"},
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'id="inbox-list"' in body and "Approved send_email with edited arguments." in body
+    waiting.refresh_from_db()
+    assert waiting.approved_arguments["to"] == "carol@example.com"
+
+
+def test_a_second_decision_gets_409_and_says_who_decided(client_alice, waiting):
+    decide(client_alice, waiting, decision="reject", reason="not now", **{"from": "run"})
+    response = decide(client_alice, waiting, decision="approve", **{"from": "run"})
+    assert response.status_code == 409
+    assert "already rejected by alice" in response.content.decode()
+
+
+def test_a_bad_decision_is_a_400(client_alice, waiting):
+    assert decide(client_alice, waiting, decision="maybe").status_code == 400
+
+
+def test_another_user_cannot_see_or_decide(waiting, make_user):
+    mallory = Client()
+    mallory.force_login(make_user("mallory"))
+    assert decide(mallory, waiting, decision="approve").status_code == 404
+    assert f"approval-{waiting.pk}" not in mallory.get(reverse("approvals_inbox")).content.decode()
+    assert mallory.get(reverse("approvals_count")).json() == {"pending": 0}
+    waiting.refresh_from_db()
+    assert waiting.state == Approval.State.PENDING
+
+
+def test_deciding_needs_a_csrf_token(alice, waiting):
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(alice)
+    assert (
+        c.post(reverse("approval_decide", args=[waiting.pk]), {"decision": "approve"}).status_code
+        == 403
+    )
+
+
+def test_cancel_from_the_page(client_alice, waiting):
+    response = client_alice.post(
+        reverse("run_cancel", args=[waiting.run_id]), HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 200 and "Run cancelled." in response.content.decode()
+    assert Run.objects.get().status == RunStatus.CANCELLED
+    again = client_alice.post(reverse("run_cancel", args=[waiting.run_id]), HTTP_HX_REQUEST="true")
+    assert again.status_code == 409 and "already cancelled" in again.content.decode()
+
+
+def test_the_form_offers_the_policies_and_the_irreversible_tools(client_alice):
+    page = client_alice.get(reverse("home")).content.decode()
+    assert 'name="tool_policy" value="ask"' in page and "checked" in page
+    for tool in ("send_email", "http_post", "shell", "delete_file"):
+        assert f'name="auto_tools" value="{tool}"' in page
+    response = client_alice.post(
+        reverse("run_new"),
+        {"task": TASK, "tool_policy": "auto", "auto_tools": ["send_email"]},
+    )
+    assert response.status_code == 302
+    run = Run.objects.get()
+    assert (run.tool_policy, run.auto_tools) == ("auto", ["send_email"])
