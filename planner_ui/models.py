@@ -165,6 +165,8 @@ class Step(models.Model):
     # reply and tool result: a step resumed after an approval or re-delivered after a crash
     # carries on from here instead of asking the model again.
     checkpoint = models.JSONField(null=True, blank=True)
+    # Refreshed as the step makes progress; a redelivered task takes over only a stale step.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
     tokens_cache_read = models.PositiveBigIntegerField(default=0)

@@ -6,10 +6,11 @@ import os
 import socket
 
 from celery import shared_task
+from django.conf import settings
 
 from planner_ui.services.proposals import proposal_make
 from planner_ui.services.runs import run_plan
-from planner_ui.services.steps import step_execute
+from planner_ui.services.steps import StepBusy, step_execute
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)
@@ -17,11 +18,17 @@ def plan_run(run_id: int) -> None:
     run_plan(run_id)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True)
-def execute_step(self, run_id: int, step_id: str) -> None:
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
+def execute_step(self, run_id: int, step_id: str, takeover: bool = False) -> None:
     worker = f"{socket.gethostname()}:{os.getpid()}"
-    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
-    step_execute(run_id, step_id, worker, redelivered=redelivered)
+    redelivered = takeover or bool((self.request.delivery_info or {}).get("redelivered"))
+    try:
+        step_execute(run_id, step_id, worker, redelivered=redelivered)
+    except StepBusy:
+        # Its worker may be alive, or may have died a moment ago: look again after the lease.
+        raise self.retry(
+            kwargs={"takeover": True}, countdown=settings.AGENTSITE_STEP_LEASE_S
+        ) from None
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)

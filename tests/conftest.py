@@ -18,8 +18,16 @@ from agentsite import embedded
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run tests with real worker processes last: once started, the session's worker would
-    otherwise pick up tasks that other (transactional) tests enqueue and race with them."""
-    items.sort(key=lambda item: item.get_closest_marker("stack") is not None)
+    otherwise pick up tasks that other (transactional) tests enqueue and race with them. Of
+    those, the crash tests go first: they start, kill and restart workers of their own, which
+    must not share the queue with the session's worker."""
+
+    def order(item: pytest.Item) -> int:
+        if item.get_closest_marker("stack") is None:
+            return 0
+        return 1 if item.get_closest_marker("crash") is not None else 2
+
+    items.sort(key=order)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -81,7 +89,10 @@ def celery_worker_process(
     app.control.purge()  # tasks enqueued by earlier in-process tests refer to flushed runs
     log_path = settings.VAR_DIR / "worker-test.log"
     with django_db_blocker.unblock():
-        env = child_env(AGENTSITE_OFFLINE_LATENCY_S=OFFLINE_LATENCY_S)
+        # Tools may reach the test's own local servers (receivers of http_post, pages to fetch).
+        env = child_env(
+            AGENTSITE_OFFLINE_LATENCY_S=OFFLINE_LATENCY_S, AGENTSITE_TOOL_NET_ALLOW="127.0.0.1"
+        )
     proc = embedded.start_worker(
         env=env, concurrency=4, hostname="testworker@%h", log_path=log_path
     )

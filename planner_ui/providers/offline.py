@@ -39,10 +39,20 @@ from .base import (
 DEFAULT_MODEL = "offline-v1"
 
 # The order in which tools are granted and called, so plans and replies are stable.
-TOOL_ORDER = ("calculator", "fetch_url", "read_file", "list_files", "write_file", "send_email")
+TOOL_ORDER = (
+    "calculator",
+    "fetch_url",
+    "read_file",
+    "list_files",
+    "write_file",
+    "shell",
+    "delete_file",
+    "send_email",
+    "http_post",
+)
 # Tools that act on the world rather than gather material: a step that gathers should run
 # before the step that saves or sends, so the effect can carry what was gathered.
-EFFECT_TOOLS = frozenset({"write_file", "send_email"})
+EFFECT_TOOLS = frozenset({"write_file", "send_email", "http_post", "shell", "delete_file"})
 
 # Sections the planner appends to an instruction for a real model's benefit. The offline
 # executor acts only on the directive above them, so the overall task's URLs, addresses and
@@ -134,6 +144,11 @@ _SAVE_INTENT = re.compile(
     r"\b(?:save|saving|store|export)\b|\b(?:to|into)\s+(?:a|the)\s+(?:new\s+)?file\b",
     re.I,
 )
+# A URL after one of these is somewhere to send to, not a page to read.
+_POST_INTENT = re.compile(r"\b(?:post(?:ed|ing)?|publish|webhook|notify|submit|upload)\b", re.I)
+# `run `make test`` or `execute `ls -la``: a command in backticks after a verb that runs it.
+_SHELL_COMMAND = re.compile(r"\b(?:run|execute)\b[^`\n]{0,40}`([^`\n]{1,500})`", re.I)
+_DELETE_INTENT = re.compile(r"\b(?:delete|remove)\b", re.I)
 _LIST_INTENT = re.compile(
     r"\blist\s+(?:all\s+|the\s+)?(?:\w+\s+)?files\b|\b(?:what|which)\s+files\b"
     r"|\bfiles\s+(?:in|of)\s+the\s+workspace\b|\b(?:read|open|load)\s+(?:all\s+)?(?:the\s+)?files\b",
@@ -176,6 +191,22 @@ def _emails(text: str) -> list[str]:
     for address in _EMAIL.findall(_mask(text, _URL)):
         if address not in found:
             found.append(address)
+    return found
+
+
+def _shell_commands(text: str) -> list[str]:
+    return [m.group(1).strip() for m in _SHELL_COMMAND.finditer(text)]
+
+
+def _deleted_files(text: str) -> list[str]:
+    """File names after 'delete' or 'remove' in the same clause."""
+    found: list[str] = []
+    masked = _mask(_mask(text, _URL), _EMAIL)
+    for verb in _DELETE_INTENT.finditer(masked):
+        clause = re.split(r"[.;!?]\s|\band\s+then\b", masked[verb.end() :])[0]
+        for match in _FILENAME.finditer(clause):
+            if match.group(1) not in found:
+                found.append(match.group(1))
     return found
 
 
@@ -257,10 +288,14 @@ def _expressions(text: str) -> list[str]:
 def _needed_tools(text: str) -> list[str]:
     """The tools the text's own data and verbs call for, in TOOL_ORDER."""
     needed = set()
-    if _expressions(text):
+    if _expressions(_mask(text, _SHELL_COMMAND)):
         needed.add("calculator")
     if _urls(text):
-        needed.add("fetch_url")
+        needed.add("http_post" if _POST_INTENT.search(_mask(text, _URL)) else "fetch_url")
+    if _shell_commands(text):
+        needed.add("shell")
+    if _deleted_files(text):
+        needed.add("delete_file")
     # Sending mail is irreversible: an address alone ('who owns info@x.org?') is not a request
     # to write to it.
     if _emails(text) and _EMAIL_INTENT.search(_mask(text, _EMAIL)):
@@ -1143,6 +1178,19 @@ class _Used:
             if self.is_error:
                 return f"The email to {to} was not sent: {content}"
             return f"Sent email to {to} with subject “{args.get('subject', '')}”."
+        if self.name == "http_post":
+            url = args.get("url", "the URL")
+            if self.is_error:
+                return f"The post to {url} failed: {content}"
+            return f"Posted to {url}: {_excerpt(content.splitlines()[0] if content else '', 120)}."
+        if self.name == "shell":
+            command = args.get("command", "")
+            if self.is_error:
+                return f"`{command}` did not run: {content}"
+            return f"Ran `{command}`: {_excerpt(content, 300)}"
+        if self.name == "delete_file":
+            path = args.get("path", "the file")
+            return f"Could not delete {path}: {content}" if self.is_error else f"Deleted {path}."
         if self.name == "write_file":
             path = args.get("path", "the file")
             return (
@@ -1231,8 +1279,12 @@ def _planned_calls(
     calls: list[tuple[str, dict[str, Any]]] = []
     if "calculator" in granted:
         calls += [("calculator", {"expression": e}) for e in _expressions(directive)]
-    if "fetch_url" in granted:
+    if "fetch_url" in granted and not ("http_post" in granted and _POST_INTENT.search(directive)):
         calls += [("fetch_url", {"url": url}) for url in _urls(directive)]
+    if "shell" in granted:
+        calls += [("shell", {"command": command}) for command in _shell_commands(directive)]
+    if "delete_file" in granted:
+        calls += [("delete_file", {"path": path}) for path in _deleted_files(directive)]
     if "list_files" in granted and _LIST_INTENT.search(directive):
         calls.append(("list_files", {}))
     mentions = _file_mentions(directive)
@@ -1243,6 +1295,15 @@ def _planned_calls(
     ):
         path = _file_path(directive)
         calls.append(("write_file", {"path": path, "content": _document(directive, outputs, path)}))
+    if "http_post" in granted and _POST_INTENT.search(_mask(directive, _URL)):
+        body = {
+            "task": _collapse(directive.split("\n", 1)[0])[:200],
+            "summary": _email_body(directive, outputs)[:2000],
+        }
+        calls += [
+            ("http_post", {"url": url, "body": json.dumps(body, ensure_ascii=False)})
+            for url in _urls(directive)
+        ]
     if "send_email" in granted:
         for address in _emails(directive):
             calls.append(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from planner_ui.agents.checkpoint import Checkpoint
@@ -49,23 +50,43 @@ def dispatch_ready_steps(run: Run) -> list[str]:
     return ready
 
 
+class StepBusy(Exception):  # noqa: N818 - a state, not an error
+    """A redelivered step is running with a fresh heartbeat: ask again once the lease is up."""
+
+
 def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = False) -> Step | None:
-    """Mark a queued step running; None when it is not ours to run (finished, or run over)."""
-    allowed = [StepStatus.QUEUED]
+    """Mark a queued step running; None when it is not ours to run (finished, or run over).
+
+    A redelivered task may take over a running step whose heartbeat stopped; StepBusy means the
+    heartbeat is still fresh, so another worker may still be on it."""
+    claimable = Q(status=StepStatus.QUEUED)
     if redelivered:
-        # The worker that had it died mid-step; the step was never finished, so run it again.
-        allowed.append(StepStatus.RUNNING)
+        # The broker hands a task back when its worker died, but also when a live one merely
+        # outlasted the visibility timeout: only a step whose heartbeat stopped is taken over.
+        stale = timezone.now() - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
+        claimable |= Q(status=StepStatus.RUNNING) & (
+            Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True)
+        )
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.status != RunStatus.RUNNING:
             return None
-        claimed = Step.objects.filter(run=run, step_id=step_id, status__in=allowed).update(
+        now = timezone.now()
+        claimed = Step.objects.filter(claimable, run=run, step_id=step_id).update(
             status=StepStatus.RUNNING,
             attempts=F("attempts") + 1,
-            started_at=timezone.now(),
+            started_at=now,
+            heartbeat_at=now,
             worker=worker,
         )
         if not claimed:
+            if (
+                redelivered
+                and Step.objects.filter(
+                    run=run, step_id=step_id, status=StepStatus.RUNNING
+                ).exists()
+            ):
+                raise StepBusy(step_id)
             return None
         step = Step.objects.get(run=run, step_id=step_id)
         event_append(
@@ -113,7 +134,7 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
                 run_tool=tool_runner(run, step_id, tool_ctx),
                 checkpoint=Checkpoint.from_json(step.checkpoint) if step.checkpoint else None,
                 save=lambda state: Step.objects.filter(run_id=run_id, step_id=step_id).update(
-                    checkpoint=state.to_json()
+                    checkpoint=state.to_json(), heartbeat_at=timezone.now()
                 ),
             )
     except StepPaused as paused:

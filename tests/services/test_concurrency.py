@@ -76,3 +76,35 @@ def test_two_parents_finishing_at_once_queue_their_child_exactly_once(make_user)
     join = Step.objects.get(run=run, step_id="join")
     assert join.status == StepStatus.QUEUED
     assert RunEvent.objects.filter(run=run, type="step.queued", step_id="join").count() == 1
+
+
+def test_two_people_approving_at_once_perform_the_call_once(make_user, mailoutbox):
+    from planner_ui.models import Approval, ToolReceipt
+    from planner_ui.services.approvals import ApprovalRefused, approval_decide
+    from planner_ui.services.runs import run_approve_plan
+    from tests.services.test_runs import drive, planned
+
+    alice = make_user()
+    run = planned(alice, "Write a two-line status note and email it to bob@example.com")
+    run_approve_plan(run.pk)
+    drive(run)
+    approval = Approval.objects.get(run=run, state=Approval.State.PENDING)
+    outcomes: list[str] = []
+
+    def decide(index: int) -> None:
+        try:
+            approval_decide(user=alice, approval_id=approval.pk, approve=index % 2 == 0)
+            outcomes.append("decided")
+        except ApprovalRefused as exc:
+            outcomes.append(str(exc))
+
+    assert _in_threads(4, decide) == []
+    assert outcomes.count("decided") == 1
+    assert all("already" in o for o in outcomes if o != "decided")
+    # The step was queued again exactly once, whatever the decision was.
+    resumed = RunEvent.objects.filter(run=run, type="step.queued", payload__resumed=True)
+    assert resumed.count() == 1
+    drive(run)
+    approval.refresh_from_db()
+    sent = 1 if approval.state == Approval.State.APPROVED else 0
+    assert len(mailoutbox) == sent == ToolReceipt.objects.filter(run=run).count()

@@ -29,9 +29,23 @@ class Command(BaseCommand):
         parser.add_argument(
             "--auto-approve",
             action="store_true",
-            help="Run the plan without review and allow irreversible tools.",
+            help="Accepted for compatibility: runtask always approves the plan it submits.",
         )
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
+        parser.add_argument(
+            "--policy",
+            choices=["ask", "auto", "dry_run"],
+            default="ask",
+            help="Irreversible calls: ask a person (in the browser), run the --auto-tool ones "
+            "without asking, or record them without performing any (default: ask).",
+        )
+        parser.add_argument(
+            "--auto-tool",
+            action="append",
+            default=[],
+            metavar="TOOL",
+            help="With --policy auto, an irreversible tool to run without asking (repeatable).",
+        )
         parser.add_argument(
             "--route",
             action="append",
@@ -108,6 +122,8 @@ class Command(BaseCommand):
                 routes=_routes(options["route"]),
                 budget_tokens=options["budget_tokens"],
                 budget_usd=Decimal(options["budget_usd"]) if options["budget_usd"] else None,
+                tool_policy=options["policy"],
+                auto_tools=options["auto_tool"],
             )
         except RunInputError as exc:
             raise CommandError(str(exc)) from exc
@@ -118,10 +134,17 @@ class Command(BaseCommand):
     def _wait(self, run: Run, options: dict[str, Any]) -> Run:
         deadline = time.monotonic() + options["timeout"]
         approved = False
+        announced: set[int] = set()
         while time.monotonic() < deadline:
             run.refresh_from_db()
             if run.is_finished:
                 return run
+            for approval in run.approvals.filter(state="pending").exclude(pk__in=announced):
+                announced.add(approval.pk)
+                self.stderr.write(
+                    f"Run {run.pk} waits for a person to approve {approval.tool} in step "
+                    f"{approval.step_id}: decide on the run's page or under /approvals/."
+                )
             if run.status == RunStatus.AWAITING_PLAN_APPROVAL and not approved:
                 # Asking for a run from the command line is the approval of its plan.
                 run_approve_plan(run.pk)

@@ -1,0 +1,160 @@
+"""Crashes with real worker processes: a worker SIGKILLed in the middle of a step, and one
+restarted while an approval waits. Every irreversible call is counted where it arrives, at a
+local HTTP server, and must have arrived exactly once."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from itertools import count
+
+import pytest
+from django.conf import settings
+
+from agentsite import embedded
+from planner_ui.core.status import RunStatus, StepStatus
+from planner_ui.models import Approval, Run, ToolReceipt
+from planner_ui.services.approvals import approval_decide
+from planner_ui.services.runs import run_create
+from tests.conftest import child_env, wait_until
+from tests.fakes.receiver import Receiver
+
+pytestmark = [
+    pytest.mark.stack,
+    pytest.mark.crash,
+    pytest.mark.django_db(transaction=True),
+]
+
+_names = count(1)
+
+
+class Workers:
+    """Worker processes of this test alone: slow model calls, so a kill lands mid-step, and a
+    short visibility timeout and lease, so a killed worker's task comes back in seconds."""
+
+    def __init__(self) -> None:
+        self.procs = []
+
+    def start(self):
+        name = f"crash{next(_names)}"
+        env = child_env(
+            AGENTSITE_OFFLINE_LATENCY_S="1.5",
+            AGENTSITE_TOOL_NET_ALLOW="127.0.0.1",
+            CELERY_VISIBILITY_TIMEOUT="3",
+            CELERY_UNACKED_RESTORE_INTERVAL="1",
+            CELERY_UNACKED_RESTORE_THROTTLE="1",
+            AGENTSITE_STEP_LEASE_S="2",
+        )
+        proc = embedded.start_worker(
+            env=env,
+            concurrency=1,
+            hostname=f"{name}@%h",
+            log_path=settings.VAR_DIR / f"worker-{name}.log",
+        )
+        self.procs.append(proc)
+        embedded.wait_for_worker(name, timeout=60)
+        return proc
+
+    def kill(self, proc) -> None:
+        """SIGKILL the worker and its pool at once: nothing gets to acknowledge or clean up."""
+        embedded._signal(proc, signal.SIGKILL, whole_group=True)
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def workers(redis_url) -> Iterator[Workers]:
+    from agentsite.celery import app
+
+    app.control.purge()
+    pool = Workers()
+    try:
+        yield pool
+    finally:
+        embedded.stop_processes(pool.procs)
+
+
+def submit(user, receiver: Receiver, **policy) -> Run:
+    return run_create(
+        owner=user,
+        task=f"Summarize the benefits of tea and post the summary to {receiver.url}/hook",
+        auto_approve=True,
+        **policy,
+    )
+
+
+def post_step(run: Run):
+    (step,) = [s for s in run.steps.all() if "http_post" in s.tools]
+    return step
+
+
+def finished(run: Run, timeout: float = 90) -> Run:
+    def done() -> bool:
+        run.refresh_from_db()
+        return run.is_finished
+
+    wait_until(done, timeout=timeout, what=f"run {run.pk} to finish")
+    return run
+
+
+def test_a_worker_killed_after_the_call_does_not_repeat_it(workers, make_user):
+    with Receiver() as receiver:
+        first = workers.start()
+        run = submit(make_user(), receiver, tool_policy="auto", auto_tools=["http_post"])
+        wait_until(
+            lambda: ToolReceipt.objects.filter(run=run, state=ToolReceipt.State.DONE).exists(),
+            timeout=60,
+            what="the post to be made and its receipt stored",
+        )
+        # The step now waits on its next model call (1.5 s): kill the worker in the middle.
+        workers.kill(first)
+        step = post_step(run)
+        assert step.status == StepStatus.RUNNING
+        workers.start()
+        run = finished(run)
+        assert run.status == RunStatus.SUCCEEDED, run.error
+        assert receiver.count == 1
+        receipt = run.receipts.get()
+        assert receiver.received[0]["idempotency_key"] == receipt.idempotency_key
+        step.refresh_from_db()
+        assert step.attempts == 2
+        # The second attempt went on from its checkpoint: the result it had, not a new call.
+        assert run.events.filter(type="tool.performing").count() == 1
+
+
+def test_a_worker_killed_during_the_call_never_repeats_it_and_says_so(workers, make_user):
+    with Receiver(delay_s=6) as receiver:
+        first = workers.start()
+        run = submit(make_user(), receiver, tool_policy="auto", auto_tools=["http_post"])
+        wait_until(lambda: receiver.count == 1, timeout=60, what="the post to arrive")
+        workers.kill(first)  # before the answer came back: the outcome is unknown
+        assert run.receipts.get().state == ToolReceipt.State.IN_FLIGHT
+        workers.start()
+        run = finished(run)
+        assert run.status == RunStatus.SUCCEEDED, run.error
+        assert receiver.count == 1
+        assert run.receipts.get().state == ToolReceipt.State.UNKNOWN
+        result = run.events.filter(type="step.tool_result", payload__tool="http_post").get()
+        assert "The outcome of this http_post call is unknown" in result.payload["content"]
+
+
+def test_an_approval_pending_across_a_worker_restart_resumes_the_run(workers, make_user):
+    alice = make_user()
+    with Receiver() as receiver:
+        first = workers.start()
+        run = submit(alice, receiver)
+        wait_until(
+            lambda: Approval.objects.filter(run=run, state=Approval.State.PENDING).exists(),
+            timeout=60,
+            what="the post to wait for approval",
+        )
+        assert post_step(run).status == StepStatus.WAITING
+        # The waiting step holds no task: stopping every worker loses nothing.
+        embedded.stop_processes([first])
+        assert receiver.count == 0
+        workers.start()
+        approval = Approval.objects.get(run=run)
+        approval_decide(user=alice, approval_id=approval.pk, approve=True)
+        run = finished(run)
+        assert run.status == RunStatus.SUCCEEDED, run.error
+        assert receiver.count == 1
+        assert run.receipts.get().authorized_by == "alice"
