@@ -71,8 +71,44 @@
     if (!window.htmx) { window.location.reload(); return; }
     htmx.ajax("GET", fragmentUrl, {target: "#run-main", swap: "innerHTML"});
   }
+  // Noted at swap time, not when the refresh was asked for: typing goes on meanwhile.
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    if (e.detail.target && e.detail.target.id === "run-main" && e.detail.requestConfig && e.detail.requestConfig.verb === "get") keepOpenParts();
+  });
+
+  // A refresh that the socket triggers must not fold away a form a person opened, nor lose
+  // what they typed: note both before the swap and put them back after it.
+  let kept = null;
+  function partKey(el) {
+    const owner = el.parentElement && el.parentElement.closest("[id]");
+    return (owner ? owner.id : "") + "|" + el.className + "|" + (el.getAttribute("name") || el.id || "");
+  }
+  function keepOpenParts() {
+    const main = document.getElementById("run-main");
+    if (!main) return;
+    kept = {open: new Set(), values: new Map(), focus: null};
+    main.querySelectorAll("details[open]").forEach((d) => kept.open.add(partKey(d)));
+    main.querySelectorAll("textarea, input[type=text], input[type=number]").forEach((f) => {
+      if (f.value !== f.defaultValue) kept.values.set(partKey(f), f.value);
+    });
+    if (document.activeElement && main.contains(document.activeElement)) kept.focus = partKey(document.activeElement);
+  }
+  function restoreOpenParts() {
+    const main = document.getElementById("run-main");
+    if (!main || !kept) return;
+    main.querySelectorAll("details").forEach((d) => { if (kept.open.has(partKey(d))) d.open = true; });
+    main.querySelectorAll("textarea, input[type=text], input[type=number]").forEach((f) => {
+      const key = partKey(f);
+      if (kept.values.has(key)) f.value = kept.values.get(key);
+      if (kept.focus === key) f.focus();
+    });
+    kept = null;
+  }
   document.body.addEventListener("htmx:afterSwap", (e) => {
     if (!(e.detail.target && e.detail.target.id === "run-main")) return;
+    // Only after a refresh: the answer to a person's own change shows its own outcome.
+    if (e.detail.requestConfig && e.detail.requestConfig.verb === "get") restoreOpenParts();
+    else kept = null;
     readRenderedSeq();
     mountGraph();
     for (const stepId of Object.keys(liveText)) showLiveText(stepId);

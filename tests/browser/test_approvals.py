@@ -66,3 +66,29 @@ def test_approve_one_call_and_reject_another_from_the_page(
     rejected = run.events.get(type="step.tool_result", payload__is_error=True)
     assert "Coffee notes go out on Fridays" in rejected.payload["content"]
     assert page.js_errors == []
+
+
+def test_cancel_a_run_waiting_for_approval_from_the_inbox_page(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("alice", "pw-for-tests-1")
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    page.fill("#id_task", "Write a two-line status note and email it to bob@example.com")
+    page.click("#task-form button[type=submit]")
+    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    page.click("#approve-plan")
+    expect(page.locator("#approvals-badge")).to_have_text("1", timeout=30_000)
+    run = Run.objects.get()
+
+    # The inbox lists it with its run; the run page's Cancel withdraws it.
+    page.click("#approvals-link")
+    expect(page.locator("#inbox-pending .approval")).to_contain_text(f"run {run.pk}")
+    page.goto(f"{daphne_url}/runs/{run.pk}/")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#cancel-run")
+    expect(page.locator("#run-status")).to_have_text("cancelled")
+    expect(page.locator("#run-error")).to_contain_text("Cancelled by alice.")
+    expect(page.locator("#approvals-badge")).to_be_hidden()
+    expect(page.locator("#approvals-decided .approval")).to_contain_text("Withdrawn")
+    assert Approval.objects.get(run=run).state == Approval.State.WITHDRAWN
+    assert page.js_errors == []
