@@ -228,6 +228,10 @@ AGENTSITE_MAX_TASK_CHARS = 10_000
 # A running step whose heartbeat (each model reply and tool result) is older than this is taken
 # over by a redelivered task; a younger one is left to the worker that still runs it.
 AGENTSITE_STEP_LEASE_S = float(os.environ.get("AGENTSITE_STEP_LEASE_S", "300"))
+# When a step fails: "auto" re-plans what is left and carries on, "review" waits for the
+# person, "off" fails the run; at most this many re-plans per run.
+AGENTSITE_REPLAN_MODE = os.environ.get("AGENTSITE_REPLAN_MODE", "auto")
+AGENTSITE_MAX_REPLANS = int(os.environ.get("AGENTSITE_MAX_REPLANS", "2"))
 AGENTSITE_MAX_STEP_ITERATIONS = int(os.environ.get("AGENTSITE_MAX_STEP_ITERATIONS", "8"))
 AGENTSITE_WORKSPACES_DIR = Path(os.environ.get("AGENTSITE_WORKSPACES_DIR", VAR_DIR / "workspaces"))
 AGENTSITE_FETCH_MAX_BYTES = int(os.environ.get("AGENTSITE_FETCH_MAX_BYTES", "200000"))

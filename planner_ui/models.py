@@ -54,6 +54,19 @@ class Run(models.Model):
         max_length=16, choices=_choices(PolicyMode), default=PolicyMode.ASK
     )
     auto_tools = models.JSONField(default=list, blank=True)
+
+    class Replan(models.TextChoices):
+        AUTO = "auto", "re-plan what is left and carry on"
+        REVIEW = "review", "re-plan what is left and wait for me"
+        OFF = "off", "stop the run"
+
+    # When a step fails. A revision that adds or changes a step holding an irreversible tool
+    # waits for the person whatever this says.
+    replan_mode = models.CharField(max_length=10, choices=Replan.choices, default=Replan.AUTO)
+    max_replans = models.PositiveIntegerField(default=2)
+    replans = models.PositiveIntegerField(default=0)
+    # Set from a failure until its revision is applied or refused: nothing new is dispatched.
+    replanning = models.BooleanField(default=False)
     error = models.TextField(blank=True)
     result = models.TextField(blank=True)
     planner_model = models.CharField(max_length=200, blank=True)
@@ -234,8 +247,15 @@ class PlanProposal(models.Model):
         ACCEPTED = "accepted"
         DISCARDED = "discarded"
 
+    class Kind(models.TextChoices):
+        REQUEST = "request"  # a person asked for a revision before approving
+        REPLAN = "replan"  # a step failed while running
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="proposals")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.REQUEST)
     base_version = models.PositiveIntegerField()
+    # For a re-plan: the steps that must wait for a person (new or changed, irreversible).
+    gated_steps = models.JSONField(default=list, blank=True)
     note = models.TextField()
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     plan = models.JSONField(null=True, blank=True)

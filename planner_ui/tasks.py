@@ -9,6 +9,7 @@ from celery import shared_task
 from django.conf import settings
 
 from planner_ui.services.proposals import proposal_make
+from planner_ui.services.replans import replan_make
 from planner_ui.services.runs import run_plan
 from planner_ui.services.steps import StepBusy, step_execute
 
@@ -34,3 +35,8 @@ def execute_step(self, run_id: int, step_id: str, takeover: bool = False) -> Non
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def revise_plan_task(proposal_id: int) -> None:
     proposal_make(proposal_id)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def replan_task(run_id: int, failed_step_id: str) -> None:
+    replan_make(run_id, failed_step_id)

@@ -11,7 +11,7 @@ from planner_ui.providers.base import ModelRequest, Provider, ToolCall, ToolResu
 from planner_ui.tools import REGISTRY, Tool, ToolContext
 
 from .checkpoint import Checkpoint
-from .prompts import executor_message, executor_system
+from .prompts import STEP_FAILED_MARKER, executor_message, executor_system
 
 # The callback receives (event type, payload); services persist and stream it.
 EventSink = Callable[[str, dict[str, Any]], None]
@@ -175,6 +175,9 @@ def run_step(
             output = reply.text.strip()
             if not output:
                 raise StepFailed("the model finished without any output")
+            if output.startswith(STEP_FAILED_MARKER):
+                reason = output[len(STEP_FAILED_MARKER) :].strip().splitlines()[0:1]
+                raise StepFailed(f"the executor could not proceed: {(reason or ['no reason'])[0]}")
             return StepOutcome(output, state.usage, state.model_calls, state.tool_calls)
         state.messages.append(
             {"role": "assistant", "content": reply.text, "tool_calls": list(reply.tool_calls)}

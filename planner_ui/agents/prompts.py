@@ -38,10 +38,15 @@ ROLE_SYSTEM: dict[str, str] = {
     "material you are given; do not invent facts that it does not contain.",
 }
 
+# A reply whose first line starts with this marks the step failed, so the plan is revised.
+STEP_FAILED_MARKER = "STEP FAILED:"
+
 EXECUTOR_RULES = (
     "You carry out exactly one step of a larger plan. Use only the tools you are given, "
     "only when they help. When done, reply with the step's result as Markdown, with no "
-    "preamble. If you cannot complete the step, say so and why in your reply."
+    "preamble. If you cannot complete the step at all (a tool error you cannot get past, a "
+    "refused call you cannot work around), reply with one line starting with "
+    f"'{STEP_FAILED_MARKER}' and the reason; the plan will be revised around it."
 )
 
 SYNTHESIZER_SYSTEM = (
@@ -99,4 +104,32 @@ def revision_message(
         "where it is compatible with the task):\n"
         f"<revision_request>\n{escape(note, quote=False)}\n</revision_request>\n"
         "Reply with the whole revised plan as one JSON object. Keep the ids of steps you keep."
+    )
+
+
+def replan_message(
+    task: str,
+    tools: Iterable[ToolSpec],
+    current_plan_json: str,
+    done: Iterable[tuple[str, str, str]],
+    failures: Iterable[tuple[str, str, str]],
+    keep: Iterable[str],
+) -> str:
+    """Ask for a revision of what is left after a failure; finished work comes along as data."""
+    outputs = "\n".join(output_block(step_id, title, text) for step_id, title, text in done)
+    failed = "\n".join(
+        f'<failure step="{escape(step_id)}" title="{escape(title)}">\n'
+        f"{escape(error, quote=False)}\n</failure>"
+        for step_id, title, error in failures
+    )
+    kept = ", ".join(sorted(keep)) or "none"
+    return (
+        f"{planner_message(task, tools)}\n\nThe current plan:\n<current_plan>\n"
+        f"{escape(current_plan_json, quote=False)}\n</current_plan>\n\n"
+        f"Outputs of the steps already done:\n<outputs>\n{outputs}\n</outputs>\n\n"
+        f"While running, this went wrong:\n<failures>\n{failed}\n</failures>\n\n"
+        f"Revise the steps that are not done so the task can still be completed: reword, "
+        f"replace, add or remove them, and route around what failed. Steps done or under way "
+        f"({kept}) stay exactly as they are, with the same ids; later steps may depend on them. "
+        "Reply with the whole revised plan as one JSON object."
     )

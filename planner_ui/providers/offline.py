@@ -1587,7 +1587,17 @@ class OfflineProvider(Provider):
         if revision:
             joiner = " " if revision[:1].islower() or revision.lower().startswith("and ") else ". "
             task = task.strip().rstrip(".") + joiner + revision
-        return json.dumps(_PlanBuilder(task.strip(), tools).build(), ensure_ascii=False, indent=2)
+        plan = _PlanBuilder(task.strip(), tools).build()
+        # Asked to re-plan after failures, it routes around them: the failed steps go, and
+        # what depended on them does without their output.
+        failed = set(re.findall(r'<failure step="([^"]+)"', content))
+        if failed:
+            plan["steps"] = [
+                {**step, "depends_on": [d for d in step["depends_on"] if d not in failed]}
+                for step in plan["steps"]
+                if step["id"] not in failed
+            ]
+        return json.dumps(plan, ensure_ascii=False, indent=2)
 
     def _execute(self, request: ModelRequest, role: str) -> ModelReply:
         content = _first_user_text(request, "executor")
@@ -1611,7 +1621,12 @@ class OfflineProvider(Provider):
                 )
                 return self._reply(request, text, calls, "tool_use")
         # After one round of tool results (or none needed) the step finishes: never loop.
-        return self._reply(request, answer(directive, outputs, _tool_rounds(request.messages)))
+        used = _tool_rounds(request.messages)
+        if used and all(u.is_error for u in used):
+            # Every tool it needed failed: nothing to build on, so it says it cannot proceed.
+            reasons = "; ".join(u.line() for u in used)
+            return self._reply(request, f"STEP FAILED: {reasons}")
+        return self._reply(request, answer(directive, outputs, used))
 
     def _synthesize(self, request: ModelRequest) -> str:
         content = _first_user_text(request, "synthesizer")

@@ -9,6 +9,8 @@ from django.shortcuts import get_object_or_404
 from planner_ui.models import Run, RunEvent
 from planner_ui.tools import REGISTRY
 
+from .estimate import critical_step_ids
+
 
 def run_list_for_user(user: AbstractBaseUser) -> QuerySet[Run]:
     return Run.objects.filter(owner=user).order_by("-created_at", "-id")
@@ -40,6 +42,8 @@ def tool_calls_by_step(run: Run) -> dict[str, list[dict[str, Any]]]:
 def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
     """Nodes and edges for the plan graph, from the run's current steps."""
     steps = list(run.steps.all())
+    path = critical_step_ids(steps)
+    on_path, critical_edges = set(path), set(zip(path, path[1:], strict=False))
     return {
         "nodes": [
             {
@@ -54,8 +58,14 @@ def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
                     if t in REGISTRY and REGISTRY[t].irreversible
                 },
                 "status": s.status,
+                # On the chain with the most model calls one after another (core.estimate).
+                "critical": s.step_id in on_path,
             }
             for s in steps
         ],
-        "edges": [{"source": dep, "target": s.step_id} for s in steps for dep in s.depends_on],
+        "edges": [
+            {"source": dep, "target": s.step_id, "critical": (dep, s.step_id) in critical_edges}
+            for s in steps
+            for dep in s.depends_on
+        ],
     }

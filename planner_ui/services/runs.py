@@ -43,6 +43,8 @@ def run_create(
     budget_usd: Decimal | None = None,
     tool_policy: str = PolicyMode.ASK,
     auto_tools: Sequence[str] = (),
+    replan_mode: str | None = None,
+    max_replans: int | None = None,
 ) -> Run:
     """Create a run and queue its planning.
 
@@ -70,6 +72,14 @@ def run_create(
     except RouteError as exc:
         raise RunInputError(str(exc)) from exc
     policy = _policy(tool_policy, auto_tools)
+    replan_mode = replan_mode or settings.AGENTSITE_REPLAN_MODE
+    if replan_mode not in Run.Replan.values:
+        raise RunInputError(
+            f"Unknown re-planning setting {replan_mode!r}; use {', '.join(Run.Replan.values)}."
+        )
+    max_replans = settings.AGENTSITE_MAX_REPLANS if max_replans is None else max_replans
+    if not 0 <= max_replans <= 10:
+        raise RunInputError("Re-plans per run must be between 0 and 10.")
     from planner_ui.tasks import plan_run
 
     with transaction.atomic():
@@ -83,6 +93,8 @@ def run_create(
             budget_usd=budget_usd,
             tool_policy=policy.mode,
             auto_tools=sorted(policy.auto_tools),
+            replan_mode=replan_mode,
+            max_replans=max_replans,
         )
         event_append(run.pk, "run.status", {"status": run.status})
         enqueue_on_commit(run.pk, plan_run, run.pk)
@@ -255,6 +267,8 @@ def _stop_steps(run: Run, reason: str) -> None:
 
 def run_finish_if_done(run: Run) -> None:
     """Close a running run once no step is pending, queued or running. Caller holds the lock."""
+    if run.replanning:
+        return  # a revision may add steps
     steps = list(run.steps.all())
     active = (StepStatus.PENDING, StepStatus.QUEUED, StepStatus.RUNNING, StepStatus.WAITING)
     if any(s.status in active for s in steps):

@@ -25,6 +25,7 @@ from .approvals import approval_find, step_resume
 from .events import event_append
 from .gate import tool_context, tool_runner
 from .queue import enqueue_on_commit
+from .replans import replan_start
 from .runs import run_finish_if_done
 from .streaming import live_text_clear, text_broadcaster
 
@@ -34,6 +35,9 @@ log = logging.getLogger(__name__)
 def dispatch_ready_steps(run: Run) -> list[str]:
     """Queue every pending step whose dependencies all succeeded. Caller holds the run lock."""
     from planner_ui.tasks import execute_step
+
+    if run.replanning:
+        return []  # the plan is being revised: what is left may change
 
     steps = list(run.steps.all())
     deps = {s.step_id: s.depends_on for s in steps}
@@ -230,8 +234,10 @@ def step_finish(
             return
         if step.status == StepStatus.SUCCEEDED:
             dispatch_ready_steps(run)
+        elif step.status == StepStatus.FAILED and replan_start(run, step):
+            return  # the revision decides what happens to the steps that are left
         else:
-            # No re-planning yet: nothing new starts, running branches finish, the run fails.
+            # No re-planning: nothing new starts, running branches finish, the run fails.
             for skipped in run.steps.filter(status=StepStatus.PENDING):
                 skipped.status = StepStatus.SKIPPED
                 skipped.error = f"not run because step '{step_id}' failed"

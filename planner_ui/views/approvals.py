@@ -10,10 +10,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from planner_ui.core.errors import InvalidTransition
-from planner_ui.models import Approval
+from planner_ui.models import Approval, PlanProposal
 from planner_ui.selectors.approvals import inbox_for_user
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.services.approvals import ApprovalRefused, approval_decide, pending_count
+from planner_ui.services.replans import replan_accept, replan_discard
 from planner_ui.services.runs import run_cancel
 
 from .runs import render_run
@@ -98,4 +99,35 @@ def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
         return redirect("run_detail", run_id=run.pk)
     if request.htmx:
         return render_run(request, run, fragment=True, notice="Run cancelled.")
+    return redirect("run_detail", run_id=run.pk)
+
+
+@login_required
+@require_POST
+def replan_decide_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    action = request.POST.get("action")
+    proposal_id = request.POST.get("proposal", "")
+    if action not in ("accept", "discard") or not proposal_id.isdigit():
+        return render_run(
+            request, run, fragment=True, error="Accept or discard a re-plan.", status=400
+        )
+    try:
+        if action == "accept":
+            version = replan_accept(user=request.user, run_id=run.pk, proposal_id=int(proposal_id))
+            notice = f"Re-plan accepted as version {version.number}; the run goes on."
+        else:
+            replan_discard(user=request.user, run_id=run.pk, proposal_id=int(proposal_id))
+            notice = "Re-plan discarded; the run has stopped."
+    except (InvalidTransition, PlanProposal.DoesNotExist) as exc:
+        message = str(exc) if isinstance(exc, InvalidTransition) else "No such re-plan."
+        run.refresh_from_db()
+        if request.htmx:
+            return render_run(request, run, fragment=True, error=message, status=409)
+        messages.error(request, message)
+        return redirect("run_detail", run_id=run.pk)
+    run.refresh_from_db()
+    if request.htmx:
+        return render_run(request, run, fragment=True, notice=notice)
+    messages.success(request, notice)
     return redirect("run_detail", run_id=run.pk)

@@ -19,9 +19,10 @@ from planner_ui.core.edits import DependentsPolicy
 from planner_ui.core.effects import PolicyMode
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.plan import ROLES, Plan
-from planner_ui.models import Run
+from planner_ui.models import PlanProposal, Run
 from planner_ui.providers import provider_status, routes_for_run
 from planner_ui.selectors.approvals import run_approvals
+from planner_ui.selectors.estimate import run_estimate
 from planner_ui.selectors.runs import (
     run_get_for_user,
     run_graph,
@@ -71,6 +72,14 @@ class TaskForm(forms.Form):
             if tool.irreversible
         ],
     )
+    replan_mode = forms.ChoiceField(
+        choices=Run.Replan.choices,
+        required=False,
+        label="When a step fails",
+    )
+    max_replans = forms.IntegerField(
+        required=False, min_value=0, max_value=10, label="Re-plans at most"
+    )
     budget_tokens = forms.IntegerField(
         required=False, min_value=1, label="Token budget", help_text="input + output, all calls"
     )
@@ -84,6 +93,8 @@ class TaskForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["replan_mode"].initial = settings.AGENTSITE_REPLAN_MODE
+        self.fields["max_replans"].initial = settings.AGENTSITE_MAX_REPLANS
         # The configured default budget is filled in, and a person may clear it.
         self.fields["budget_tokens"].initial = settings.AGENTSITE_DEFAULT_BUDGET_TOKENS
         self.fields["budget_usd"].initial = settings.AGENTSITE_DEFAULT_BUDGET_USD
@@ -152,6 +163,8 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 budget_usd=form.cleaned_data["budget_usd"],
                 tool_policy=form.cleaned_data["tool_policy"] or PolicyMode.ASK,
                 auto_tools=form.cleaned_data["auto_tools"],
+                replan_mode=form.cleaned_data["replan_mode"] or None,
+                max_replans=form.cleaned_data["max_replans"],
             )
         except RunInputError as exc:
             form.add_error(None, str(exc))
@@ -184,11 +197,14 @@ def render_run(
     for step in steps:
         step.calls = calls.get(step.step_id, [])
     versions = list(run.plan_versions.all())
-    proposal = run.proposals.exclude(state__in=["accepted", "discarded"]).first()
+    open_proposals = run.proposals.exclude(state__in=["accepted", "discarded"])
+    proposal = open_proposals.filter(kind=PlanProposal.Kind.REQUEST).first()
+    replan = open_proposals.filter(kind=PlanProposal.Kind.REPLAN).first()
+    shown = proposal or replan
     proposal_diff = None
-    if proposal is not None and proposal.plan is not None and versions:
+    if shown is not None and shown.plan is not None and versions:
         proposal_diff = plan_diff(
-            Plan.model_validate(versions[-1].plan), Plan.model_validate(proposal.plan)
+            Plan.model_validate(versions[-1].plan), Plan.model_validate(shown.plan)
         )
     context = {
         "run": run,
@@ -200,8 +216,11 @@ def render_run(
         "tool_names": tool_names(),
         "policies": [p.value for p in DependentsPolicy],
         "proposal": proposal,
+        "replan": replan,
+        "failed_steps": [s for s in steps if s.status == "failed"],
         "proposal_diff": proposal_diff,
         "usage": run_usage(run),
+        "estimate": run_estimate(run),
         **run_approvals(run),
         "tool_effects": {name: str(tool.effect) for name, tool in REGISTRY.items()},
         "irreversible_tools": {name for name, tool in REGISTRY.items() if tool.irreversible},

@@ -1,9 +1,10 @@
 // The plan as a graph: boxes and arrows, laid out left to right by dagre, coloured by status.
 // Labels are canvas text, never HTML, so titles from people and models cannot inject markup.
 //
-//   const graph = PlanGraph.mount(container, {nodes: [{id, title, role, tools, status}],
-//                                             edges: [{source, target}]}, {editable: false});
+//   const graph = PlanGraph.mount(container, {nodes: [{id, title, role, tools, status, critical}],
+//                                             edges: [{source, target, critical}]}, {editable: false});
 //   graph.setStatus(stepId, status); graph.update(data); graph.fit(); graph.destroy();
+//   graph.criticalPath();  // the ids of the critical steps, first to last
 //
 // An edge runs from the dependency (source) to the step that waits for it (target).
 // Clicking a step dispatches "plangraph:select" on the container with detail {stepId}.
@@ -22,6 +23,12 @@
     skipped: {bg: "#f7f8fa", border: "#b4bac4", text: "#8a93a3"},
   };
   const SELECTED = "#3656d6";
+  // The critical path (the most model calls one after another, see core/estimate.py): thick
+  // violet arrows and a violet stripe down the left of each box. Kept in step with
+  // .legend-critical in graph.css.
+  const CRITICAL = "#7c3aed";
+  const CRITICAL_STRIPE = "data:image/svg+xml;utf8," + encodeURIComponent(
+    '<svg xmlns="http://www.w3.org/2000/svg" width="6" height="10"><rect width="6" height="10" fill="' + CRITICAL + '"/></svg>');
 
   // Every box is the same width, so the steps of one layer line up in one column; the height
   // follows the wrapped label. Cytoscape's own `height: label` is deprecated and warns.
@@ -98,6 +105,7 @@
       status: COLORS[step.status] ? step.status : "pending",
       role: String(step.role || ""),
       irreversible: Object.keys(effects).length > 0 ? "yes" : "no",
+      critical: step.critical ? "yes" : "no",
     };
   }
 
@@ -111,7 +119,7 @@
       // An arrow to a step that is not drawn would make Cytoscape throw; skip it and duplicates.
       if (!ids.has(source) || !ids.has(target) || seen.has(id)) continue;
       seen.add(id);
-      edges.push({group: "edges", classes: "dependency", data: {id: id, source: source, target: target}});
+      edges.push({group: "edges", classes: "dependency", data: {id: id, source: source, target: target, critical: e.critical ? "yes" : "no"}});
     }
     return steps.map((s) => ({group: "nodes", classes: "step", data: nodeData(s)})).concat(edges);
   }
@@ -148,6 +156,14 @@
       // The synthesizer joins the branches into the answer: a second ring, in its status colour.
       {selector: 'node.step[role = "synthesizer"]', style: {
         "font-weight": "bold", "outline-width": 2, "outline-offset": 3, "outline-opacity": 1,
+      }},
+      {selector: 'node.step[critical = "yes"]', style: {
+        "background-image": CRITICAL_STRIPE, "background-fit": "none", "background-width": 6,
+        "background-height": "100%", "background-position-x": 0, "background-position-y": 0,
+        "background-clip": "node", "background-repeat": "no-repeat",
+      }},
+      {selector: 'edge[critical = "yes"]', style: {
+        "width": 3.5, "line-color": CRITICAL, "target-arrow-color": CRITICAL, "z-index": 5,
       }},
       {selector: "node.step:selected", style: {"border-color": SELECTED, "border-width": 3}},
       {selector: "edge.related", style: {"line-color": SELECTED, "target-arrow-color": SELECTED, "width": 2.5, "z-index": 10}},
@@ -246,7 +262,8 @@
       let moved = false;
       cy.batch(() => {
         for (const el of next) {
-          if (el.group !== "nodes") continue;
+          // An edited step may move the critical path along the same arrows.
+          if (el.group !== "nodes") { cy.getElementById(el.data.id).data("critical", el.data.critical); continue; }
           const node = cy.getElementById(el.data.id);
           moved = moved || node.data("height") !== el.data.height;
           node.data(el.data);
@@ -260,6 +277,19 @@
       if (node.empty() || !COLORS[status]) return false;
       node.data("status", status);
       return true;
+    }
+
+    // The critical steps in order: from the one no critical arrow leads to, along the
+    // critical arrows.
+    function criticalPath() {
+      const arrow = 'edge.dependency[critical = "yes"]';
+      let node = cy.nodes('.step[critical = "yes"]').filter((n) => n.incomers(arrow).empty()).first();
+      const path = [];
+      while (node.nonempty() && !path.includes(node.id())) {
+        path.push(node.id());
+        node = node.outgoers(arrow).targets().first();
+      }
+      return path;
     }
 
     // Clicking a step tells the page, and lights up its arrows in and out.
@@ -304,6 +334,7 @@
         const node = cy.getElementById(String(stepId));
         return node.nonempty() ? node.data("status") : null;
       },
+      criticalPath: criticalPath,
       destroy() {
         if (pulseTimer !== null) window.clearInterval(pulseTimer);
         if (resizeObserver) resizeObserver.disconnect();

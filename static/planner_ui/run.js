@@ -193,7 +193,7 @@
     const p = ev.payload || {};
     switch (ev.type) {
       case "run.status": return "run is " + p.status.replace(/_/g, " ") + (p.error ? ": " + p.error : "");
-      case "plan.version": return "plan version " + p.number + " by the " + p.author + " (" + p.model + "), " + p.steps + " steps";
+      case "plan.version": return "plan version " + p.number + " by the " + p.author + (p.model ? " (" + p.model + ")" : "") + ", " + p.steps + " steps" + (p.note ? ": " + p.note : "");
       case "plan.revision_requested": return "revision requested: " + p.note;
       case "plan.revision_ready": return "the planner's revision is " + p.state + (p.error ? ": " + p.error : "");
       case "plan.revision_discarded": return "the planner's revision was discarded";
@@ -213,6 +213,9 @@
       case "step.failed": return "failed: " + p.error;
       case "step.skipped": return "skipped: " + p.reason;
       case "step.waiting": return "waits for approval of " + p.tool;
+      case "plan.replanning": return "failed; the planner revises what is left: " + p.error;
+      case "plan.replan_proposed": return "a re-plan waits for you" + (p.gated && p.gated.length ? " (it adds irreversible steps: " + p.gated.join(", ") + ")" : "");
+      case "plan.replan_cap": return "no more re-plans: " + p.replans + " of " + p.cap + " used";
       case "approval.requested": return "asks to call " + p.tool + " (" + p.effect + ") " + JSON.stringify(p.arguments);
       case "approval.decided": return p.tool + " " + p.state + " by " + p.by + (p.edited ? " with edited arguments" : "") + (p.reason ? ": " + p.reason : "");
       case "approval.withdrawn": return p.count + " pending approval" + (p.count === 1 ? "" : "s") + " withdrawn: " + p.reason;
@@ -267,6 +270,8 @@
         break;
       case "step.skipped": setStepStatus(ev.step_id, "skipped"); endLiveText(ev.step_id); break;
       case "step.waiting": setStepStatus(ev.step_id, "waiting"); endLiveText(ev.step_id); refreshMain(); break;
+      case "plan.replanning":
+      case "plan.replan_proposed":
       case "approval.requested":
       case "approval.decided":
       case "approval.withdrawn":

@@ -18,8 +18,21 @@ pytestmark = pytest.mark.django_db
 
 
 def drive(run: Run) -> Run:
-    """Execute queued steps one by one, as workers would, until none is queued."""
+    """Execute queued steps one by one, and make re-plans, as workers would, until nothing is
+    left to do. (The tasks themselves are not sent: these tests run inside a transaction that
+    never commits.)"""
+    from planner_ui.models import PlanProposal
+    from planner_ui.services.replans import replan_make
+
     for _ in range(100):
+        run.refresh_from_db()
+        waiting_person = run.proposals.filter(
+            kind=PlanProposal.Kind.REPLAN, state=PlanProposal.State.READY
+        ).exists()
+        if run.replanning and not run.is_finished and not waiting_person:
+            failed = run.steps.filter(status=StepStatus.FAILED).last()
+            replan_make(run.pk, failed.step_id if failed else "")
+            continue
         queued = list(Step.objects.filter(run=run, status=StepStatus.QUEUED))
         if not queued:
             break
@@ -131,10 +144,16 @@ def test_approving_twice_is_refused_with_a_clear_message(make_user):
     assert str(exc.value) == "This run is running, so its plan cannot be approved now."
 
 
-def test_a_failed_step_skips_what_is_left_and_fails_the_run(make_user, settings):
+def test_without_re_planning_a_failed_step_skips_what_is_left_and_fails_the_run(
+    make_user, settings
+):
     # One model call is not enough for a step that calls a tool and then answers.
     settings.AGENTSITE_MAX_STEP_ITERATIONS = 1
-    run = planned(make_user(), "Compute 1234 * 5678 and then write a short report about it")
+    run = planned(
+        make_user(),
+        "Compute 1234 * 5678 and then write a short report about it",
+        replan_mode="off",
+    )
     run_approve_plan(run.pk)
     run = drive(run)
     assert run.status == RunStatus.FAILED
@@ -145,6 +164,20 @@ def test_a_failed_step_skips_what_is_left_and_fails_the_run(make_user, settings)
     assert all(s.error == f"not run because step '{failed.step_id}' failed" for s in skipped)
     assert f"step '{failed.step_id}' failed" in run.error
     assert RunEvent.objects.filter(run=run, type="step.failed", step_id=failed.step_id).exists()
+
+
+def test_with_re_planning_the_offline_planner_routes_around_a_failed_step(make_user, settings):
+    settings.AGENTSITE_MAX_STEP_ITERATIONS = 1
+    run = planned(make_user(), "Compute 1234 * 5678 and then write a short report about it")
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert run.replans == 1
+    v2 = run.plan_versions.get(number=2)
+    assert v2.author == PlanVersion.Author.REPLANNER
+    dropped = run.steps.get(status=StepStatus.SKIPPED)
+    assert dropped.error.startswith("failed: the step reached its cap of 1 model calls")
+    assert dropped.step_id not in {s["id"] for s in v2.plan["steps"]}
 
 
 def test_a_provider_that_cannot_be_built_fails_the_step_with_its_reason(make_user, settings):

@@ -121,3 +121,38 @@ def test_the_form_offers_the_policies_and_the_irreversible_tools(client_alice):
     assert response.status_code == 302
     run = Run.objects.get()
     assert (run.tool_policy, run.auto_tools) == ("auto", ["send_email"])
+
+
+def test_a_re_plan_waiting_for_review_is_shown_and_accepted_from_the_page(
+    client_alice, alice, settings
+):
+    from planner_ui.models import PlanProposal
+
+    # One model call is not enough for the step that calls the calculator: it fails.
+    settings.AGENTSITE_MAX_STEP_ITERATIONS = 1
+    run = planned(
+        alice,
+        "Compute 1234 * 5678 and then write a short report about it",
+        replan_mode="review",
+    )
+    run_approve_plan(run.pk)
+    run = drive(run)
+    proposal = run.proposals.get(kind=PlanProposal.Kind.REPLAN)
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert 'id="replan"' in page and 'id="accept-replan"' in page
+    assert "failed: the step reached its cap of 1 model calls" in page
+    response = client_alice.post(
+        reverse("replan_decide", args=[run.pk]),
+        {"action": "accept", "proposal": proposal.pk},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200
+    assert "Re-plan accepted as version 2" in response.content.decode()
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    again = client_alice.post(
+        reverse("replan_decide", args=[run.pk]),
+        {"action": "accept", "proposal": proposal.pk},
+        HTTP_HX_REQUEST="true",
+    )
+    assert again.status_code == 409

@@ -1,0 +1,245 @@
+"""Re-planning: a failed step has the planner revise what is left, keeping what is done.
+
+While a revision is being made or waits for a person, the run dispatches nothing new; steps
+already running finish. A revision becomes a plan version by the replanner, applied at once
+or, by the run's setting (and always when it adds or changes a step holding an irreversible
+tool), after the person accepts it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from planner_ui.agents.planner import make_plan
+from planner_ui.agents.prompts import replan_message
+from planner_ui.core import dag
+from planner_ui.core.errors import AgentError, InvalidTransition, PlanValidationError
+from planner_ui.core.plan import SYNTHESIS_STEP_ID, Plan
+from planner_ui.core.replan import gated_changes, merge_revision
+from planner_ui.core.status import StepStatus
+from planner_ui.core.validation import validate_plan
+from planner_ui.models import PlanProposal, PlanVersion, Run, Step
+from planner_ui.providers import provider_for
+from planner_ui.tools import REGISTRY, tool_names
+
+from .accounting import metered
+from .events import event_append
+from .queue import enqueue_on_commit
+
+log = logging.getLogger(__name__)
+
+# Done or under way: a revision keeps these exactly as they are.
+KEPT = (StepStatus.SUCCEEDED, StepStatus.RUNNING, StepStatus.QUEUED, StepStatus.WAITING)
+
+
+def replan_start(run: Run, step: Step) -> bool:
+    """After `step` failed: start re-planning if the run allows it. Caller holds the run lock.
+
+    Returns False when the run does not re-plan (off, or its cap reached); the caller then
+    fails what is left as before."""
+    from planner_ui.tasks import replan_task
+
+    if run.replan_mode == Run.Replan.OFF:
+        return False
+    if run.replanning:
+        return True  # one revision at a time; it will see this failure too
+    if run.replans >= run.max_replans:
+        event_append(
+            run.pk,
+            "plan.replan_cap",
+            {"replans": run.replans, "cap": run.max_replans},
+            step_id=step.step_id,
+        )
+        return False
+    run.replanning = True
+    run.save(update_fields=["replanning"])
+    event_append(run.pk, "plan.replanning", {"error": step.error}, step_id=step.step_id)
+    enqueue_on_commit(run.pk, replan_task, run.pk, step.step_id)
+    return True
+
+
+def replan_make(run_id: int, failed_step_id: str) -> None:
+    """The planner's part, run by a worker: propose a revision of what is left."""
+    run = Run.objects.get(pk=run_id)
+    if run.is_finished or not run.replanning:
+        return
+    version = run.plan_versions.order_by("-number").first()
+    current = Plan.model_validate(version.plan)
+    steps = {s.step_id: s for s in run.steps.all() if s.step_id != SYNTHESIS_STEP_ID}
+    keep = {sid for sid, s in steps.items() if s.status in KEPT}
+    failures = [
+        (s.step_id, s.title, s.error) for s in steps.values() if s.status == StepStatus.FAILED
+    ]
+    done = [
+        (s.step_id, s.title, s.output) for s in steps.values() if s.status == StepStatus.SUCCEEDED
+    ]
+    specs = [tool.spec() for tool in REGISTRY.values()]
+    try:
+        provider = metered(run_id, "", provider_for("planner", run.routes))
+        message = replan_message(
+            run.task, specs, current.model_dump_json(indent=2), done, failures, keep
+        )
+        result = make_plan(provider, run.task, specs, first_message=message)
+        if result.plan is None:
+            raise PlanValidationError(result.errors)
+        merged = merge_revision(current, result.plan, keep)
+        revised = validate_plan(merged.model_dump(), known_tools=tool_names())
+    except AgentError as exc:
+        _give_up(run_id, failed_step_id, f"re-planning failed: {exc}")
+        return
+    irreversible = {name for name, tool in REGISTRY.items() if tool.irreversible}
+    gated = gated_changes(current, revised, keep, irreversible)
+    failed = steps[failed_step_id]
+    note = f"re-planned after step '{failed_step_id}' failed: {failed.error[:300]}"
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.is_finished or not run.replanning:
+            return
+        run.replans += 1
+        run.save(update_fields=["replans"])
+        if run.replan_mode == Run.Replan.REVIEW or gated:
+            proposal = PlanProposal.objects.create(
+                run=run,
+                kind=PlanProposal.Kind.REPLAN,
+                base_version=version.number,
+                note=note,
+                state=PlanProposal.State.READY,
+                plan=revised.model_dump(),
+                model=result.model,
+                gated_steps=gated,
+            )
+            event_append(
+                run_id,
+                "plan.replan_proposed",
+                {"proposal": proposal.pk, "gated": gated, "note": note},
+                step_id=failed_step_id,
+            )
+            return
+        _apply(run, revised, note, keep)
+
+
+def replan_accept(*, user: AbstractBaseUser, run_id: int, proposal_id: int) -> PlanVersion:
+    with transaction.atomic():
+        run, proposal = _lock_proposal(user, run_id, proposal_id)
+        keep = {s.step_id for s in run.steps.all() if s.status in KEPT}
+        plan = Plan.model_validate(proposal.plan)
+        proposal.state, proposal.decided_at = PlanProposal.State.ACCEPTED, timezone.now()
+        proposal.save(update_fields=["state", "decided_at"])
+        return _apply(run, plan, f"{proposal.note} (accepted by {user.get_username()})", keep)
+
+
+def replan_discard(*, user: AbstractBaseUser, run_id: int, proposal_id: int) -> None:
+    with transaction.atomic():
+        run, proposal = _lock_proposal(user, run_id, proposal_id)
+        proposal.state, proposal.decided_at = PlanProposal.State.DISCARDED, timezone.now()
+        proposal.save(update_fields=["state", "decided_at"])
+        event_append(run_id, "plan.revision_discarded", {"proposal": proposal.pk})
+    _give_up(run_id, "", f"the re-plan was discarded by {user.get_username()}")
+
+
+def _lock_proposal(user: AbstractBaseUser, run_id: int, proposal_id: int):
+    run = Run.objects.select_for_update().get(pk=run_id, owner=user)
+    proposal = PlanProposal.objects.select_for_update().get(
+        pk=proposal_id, run=run, kind=PlanProposal.Kind.REPLAN
+    )
+    if proposal.state != PlanProposal.State.READY or not run.replanning or run.is_finished:
+        raise InvalidTransition(
+            f"This re-plan is {proposal.state} and the run {run.get_status_display()}, so it "
+            "cannot be decided now."
+        )
+    return run, proposal
+
+
+def _apply(run: Run, plan: Plan, note: str, keep: set[str]) -> PlanVersion:
+    """Adopt a revision: a new version, the steps not kept re-made, dispatch resumed."""
+    from .runs import run_finish_if_done
+    from .steps import dispatch_ready_steps
+
+    number = run.plan_versions.order_by("-number").values_list("number", flat=True).first() + 1
+    version = PlanVersion.objects.create(
+        run=run,
+        number=number,
+        author=PlanVersion.Author.REPLANNER,
+        plan=plan.model_dump(),
+        note=note,
+    )
+    _rematerialize(run, plan, keep, number)
+    run.replanning = False
+    run.save(update_fields=["replanning"])
+    event_append(
+        run.pk,
+        "plan.version",
+        {"number": number, "author": version.author, "note": note, "steps": len(plan.steps)},
+    )
+    dispatch_ready_steps(run)
+    run_finish_if_done(run)
+    return version
+
+
+def _rematerialize(run: Run, plan: Plan, keep: set[str], number: int) -> None:
+    existing = {s.step_id: s for s in run.steps.all()}
+    for position, planned in enumerate(plan.steps):
+        row = existing.get(planned.id)
+        if row is not None and planned.id in keep:
+            Step.objects.filter(pk=row.pk).update(position=position)
+            continue
+        fields = {
+            "position": position,
+            "title": planned.title,
+            "instruction": planned.instruction,
+            "role": planned.role,
+            "tools": planned.tools,
+            "depends_on": planned.depends_on,
+            "status": StepStatus.PENDING,
+            "output": "",
+            "error": "",
+            "checkpoint": None,
+            "started_at": None,
+            "finished_at": None,
+            "heartbeat_at": None,
+            "worker": "",
+            "model": "",
+        }
+        if row is None:
+            Step.objects.create(run=run, step_id=planned.id, **fields)
+        else:
+            # A failed step the revision keeps (reworded or not) runs again; its failure stays
+            # in the event log and the plan version before this one.
+            Step.objects.filter(pk=row.pk).update(**fields)
+    planned_ids = {s.id for s in plan.steps}
+    for step_id, row in existing.items():
+        if step_id == SYNTHESIS_STEP_ID or step_id in planned_ids:
+            continue
+        before = f"failed: {row.error}; " if row.status == StepStatus.FAILED else ""
+        Step.objects.filter(pk=row.pk).update(
+            status=StepStatus.SKIPPED, error=f"{before}dropped by re-plan v{number}"
+        )
+        event_append(
+            run.pk, "step.skipped", {"reason": f"dropped by re-plan v{number}"}, step_id=step_id
+        )
+    Step.objects.filter(run=run, step_id=SYNTHESIS_STEP_ID).update(
+        position=len(plan.steps),
+        depends_on=dag.sinks(plan.dependencies()),
+        status=StepStatus.PENDING,
+        error="",
+    )
+
+
+def _give_up(run_id: int, failed_step_id: str, reason: str) -> None:
+    """No revision: fail what is left and the run, with the reason."""
+    from .runs import run_fail
+
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.is_finished:
+            return
+        run.replanning = False
+        run.save(update_fields=["replanning"])
+        failed = ", ".join(
+            f"'{s.step_id}' ({s.error[:200]})" for s in run.steps.filter(status=StepStatus.FAILED)
+        )
+    run_fail(run_id, f"Step {failed or failed_step_id} failed and {reason}.")
