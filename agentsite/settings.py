@@ -232,6 +232,8 @@ AGENTSITE_STEP_LEASE_S = float(os.environ.get("AGENTSITE_STEP_LEASE_S", "300"))
 # person, "off" fails the run; at most this many re-plans per run.
 AGENTSITE_REPLAN_MODE = os.environ.get("AGENTSITE_REPLAN_MODE", "auto")
 AGENTSITE_MAX_REPLANS = int(os.environ.get("AGENTSITE_MAX_REPLANS", "2"))
+# The single-agent baseline's model calls before it gives up.
+AGENTSITE_BASELINE_MAX_ITERATIONS = int(os.environ.get("AGENTSITE_BASELINE_MAX_ITERATIONS", "24"))
 AGENTSITE_MAX_STEP_ITERATIONS = int(os.environ.get("AGENTSITE_MAX_STEP_ITERATIONS", "8"))
 AGENTSITE_WORKSPACES_DIR = Path(os.environ.get("AGENTSITE_WORKSPACES_DIR", VAR_DIR / "workspaces"))
 AGENTSITE_FETCH_MAX_BYTES = int(os.environ.get("AGENTSITE_FETCH_MAX_BYTES", "200000"))

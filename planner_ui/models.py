@@ -67,6 +67,10 @@ class Run(models.Model):
     replans = models.PositiveIntegerField(default=0)
     # Set from a failure until its revision is applied or refused: nothing new is dispatched.
     replanning = models.BooleanField(default=False)
+    # Set on a single-agent baseline: the run whose task it re-ran with one agent, no plan.
+    baseline_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="baselines"
+    )
     error = models.TextField(blank=True)
     result = models.TextField(blank=True)
     planner_model = models.CharField(max_length=200, blank=True)

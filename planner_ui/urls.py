@@ -10,6 +10,8 @@ urlpatterns = [
     path("runs/<int:run_id>/approve/", runs.run_approve, name="run_approve"),
     path("runs/<int:run_id>/cancel/", approvals.run_cancel_view, name="run_cancel"),
     path("runs/<int:run_id>/replan/", approvals.replan_decide_view, name="replan_decide"),
+    path("runs/<int:run_id>/baseline/", approvals.run_baseline_view, name="run_baseline"),
+    path("runs/<int:run_id>/compare/", approvals.run_compare, name="run_compare"),
     path("approvals/", approvals.approvals_inbox, name="approvals_inbox"),
     path("approvals/count/", approvals.approvals_count, name="approvals_count"),
     path(

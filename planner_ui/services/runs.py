@@ -281,6 +281,8 @@ def run_finish_if_done(run: Run) -> None:
     else:
         run.move_to(RunStatus.SUCCEEDED)
         synthesis = next((s for s in steps if s.step_id == SYNTHESIS_STEP_ID), None)
-        run.result = synthesis.output if synthesis else ""
+        # A baseline has no synthesizer: its one agent's answer is the deliverable.
+        last = synthesis or (steps[-1] if len(steps) == 1 else None)
+        run.result = last.output if last else ""
     run.save()
     event_append(run.pk, "run.status", {"status": run.status, "error": run.error})

@@ -133,7 +133,11 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
                 _context_for(step),
                 tool_ctx,
                 on_event,
-                max_iterations=settings.AGENTSITE_MAX_STEP_ITERATIONS,
+                max_iterations=(
+                    settings.AGENTSITE_BASELINE_MAX_ITERATIONS
+                    if run.baseline_of_id
+                    else settings.AGENTSITE_MAX_STEP_ITERATIONS
+                ),
                 live_text=live_text,
                 run_tool=tool_runner(run, step_id, tool_ctx),
                 checkpoint=Checkpoint.from_json(step.checkpoint) if step.checkpoint else None,

@@ -1,5 +1,6 @@
-"""Deciding irreversible calls, from a run's page or from the inbox of all of a user's runs;
-and cancelling a run. Plain forms that htmx enhances, like the plan editor's."""
+"""What a person does to a run once it is under way: decide irreversible calls (from the run's
+page or the inbox), decide a re-plan, cancel, and re-run it as a single-agent baseline to
+compare. Plain forms that htmx enhances, like the plan editor's."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from django.views.decorators.http import require_GET, require_POST
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.models import Approval, PlanProposal
 from planner_ui.selectors.approvals import inbox_for_user
+from planner_ui.selectors.compare import comparison
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.services.approvals import ApprovalRefused, approval_decide, pending_count
+from planner_ui.services.baselines import baseline_create
 from planner_ui.services.replans import replan_accept, replan_discard
 from planner_ui.services.runs import run_cancel
 
@@ -131,3 +134,21 @@ def replan_decide_view(request: HttpRequest, run_id: int) -> HttpResponse:
         return render_run(request, run, fragment=True, notice=notice)
     messages.success(request, notice)
     return redirect("run_detail", run_id=run.pk)
+
+
+@login_required
+@require_POST
+def run_baseline_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    baseline = baseline_create(run, request.user)
+    messages.success(
+        request, f"Run {baseline.pk} does the same task with one agent and every tool."
+    )
+    return redirect("run_detail", run_id=baseline.pk)
+
+
+@login_required
+@require_GET
+def run_compare(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    return render(request, "planner_ui/compare.html", comparison(run))

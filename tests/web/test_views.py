@@ -146,3 +146,35 @@ def test_run_page_keeps_tool_calls_on_the_step_cards(client_alice, alice):
     assert "← 1500 * 0.2 + 75 = 375" in body
     run.refresh_from_db()
     assert f'data-seq="{run.last_event_seq}"' in body
+
+
+def test_re_run_as_a_single_agent_and_compare(client_alice, alice):
+    from planner_ui.services.runs import run_approve_plan
+    from tests.services.test_runs import drive
+
+    client_alice.post(reverse("run_new"), {"task": "Research tea and coffee"})
+    run = Run.objects.get()
+    run_plan(run.pk)
+    run_approve_plan(run.pk)
+    drive(run)
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert 'id="start-baseline"' in page
+    response = client_alice.post(reverse("run_baseline", args=[run.pk]))
+    baseline = Run.objects.get(baseline_of=run)
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "run_detail", args=[baseline.pk]
+    )
+    drive(baseline)
+    compare = client_alice.get(reverse("run_compare", args=[baseline.pk])).content.decode()
+    assert 'id="compare-table"' in compare
+    baseline.refresh_from_db()
+    run.refresh_from_db()
+    assert f"<td>{run.model_calls}</td><td>{baseline.model_calls}</td>" in compare
+    assert "Single-agent result" in compare
+
+
+def test_another_user_cannot_start_a_baseline_or_compare(client_alice, make_user):
+    bob_run = Run.objects.create(owner=make_user("bob"), task="Bob's task", status="succeeded")
+    assert client_alice.post(reverse("run_baseline", args=[bob_run.pk])).status_code == 404
+    assert client_alice.get(reverse("run_compare", args=[bob_run.pk])).status_code == 404
+    assert not Run.objects.filter(baseline_of=bob_run).exists()
