@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 from planner_ui.models import Approval, Run
 from tests.fakes.receiver import Receiver
 
-from .test_run_flow import login
+from .flows import login, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -73,9 +73,7 @@ def test_cancel_a_run_waiting_for_approval_from_the_inbox_page(
 ):
     make_user("alice", "pw-for-tests-1")
     login(page, daphne_url, "alice", "pw-for-tests-1")
-    page.fill("#id_task", "Write a two-line status note and email it to bob@example.com")
-    page.click("#task-form button[type=submit]")
-    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    submit_task(page, "Write a two-line status note and email it to bob@example.com")
     page.click("#approve-plan")
     expect(page.locator("#approvals-badge")).to_have_text("1", timeout=30_000)
     run = Run.objects.get()

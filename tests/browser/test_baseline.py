@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from planner_ui.models import Run
 
-from .test_run_flow import login
+from .flows import login, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -15,9 +15,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(tran
 def test_re_run_as_a_single_agent_and_compare(page, daphne_url, celery_worker_process, make_user):
     make_user("alice", "pw-for-tests-1")
     login(page, daphne_url, "alice", "pw-for-tests-1")
-    page.fill("#id_task", "Research tea and coffee, then write a short summary")
-    page.click("#task-form button[type=submit]")
-    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    submit_task(page, "Research tea and coffee, then write a short summary")
     page.click("#approve-plan")
     expect(page.locator("#run-status")).to_have_text("succeeded", timeout=60_000)
     original = Run.objects.get()

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from planner_ui.models import Run
 from planner_ui.selectors.estimate import run_estimate
-from tests.browser.test_run_flow import login
+from tests.browser.flows import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from planner_ui.models import Run, RunEvent
-from tests.browser.test_run_flow import login
+from tests.browser.flows import login, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -20,9 +20,7 @@ def test_edit_the_plan_then_run_the_edited_version(
 ):
     make_user("erin", "pw-for-tests-4")
     login(page, daphne_url, "erin", "pw-for-tests-4")
-    page.fill("#id_task", "Research the history of tea, then write a short summary")
-    page.click("#task-form button[type=submit]")
-    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    submit_task(page, "Research the history of tea, then write a short summary")
     page.evaluate("window.__notReloaded = true")
 
     # Rename a step and reword its instruction.
@@ -104,9 +102,7 @@ def test_connect_by_dragging_and_remove_by_clicking_in_the_graph(
 ):
     make_user("fay", "pw-for-tests-5")
     login(page, daphne_url, "fay", "pw-for-tests-5")
-    page.fill("#id_task", "1. Research tea\n2. Research coffee\n3. Research mate")
-    page.click("#task-form button[type=submit]")
-    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    submit_task(page, "1. Research tea\n2. Research coffee\n3. Research mate")
     run = Run.objects.get()
     # Add a step with the form, then connect it by dragging onto it from a research step.
     page.locator("#add-step summary").click()
@@ -146,9 +142,7 @@ def test_connect_by_dragging_and_remove_by_clicking_in_the_graph(
 def test_ask_the_planner_to_revise_then_accept(page, daphne_url, celery_worker_process, make_user):
     make_user("gus", "pw-for-tests-6")
     login(page, daphne_url, "gus", "pw-for-tests-6")
-    page.fill("#id_task", "Research tea and coffee")
-    page.click("#task-form button[type=submit]")
-    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    submit_task(page, "Research tea and coffee")
     page.locator("summary", has_text="Ask the planner to revise").click()
     page.fill("#revision-note", "and mate")
     page.click("#request-revision")
@@ -165,9 +159,7 @@ def test_ask_the_planner_to_revise_then_accept(page, daphne_url, celery_worker_p
 def test_a_sixty_step_plan_stays_readable(page, daphne_url, celery_worker_process, make_user):
     make_user("hal", "pw-for-tests-7")
     login(page, daphne_url, "hal", "pw-for-tests-7")
-    page.fill("#id_task", "Research tea")
-    page.click("#task-form button[type=submit]")
-    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+    submit_task(page, "Research tea")
     # Six layers of ten, each step after two of the layer before it.
     steps = []
     for layer in range(6):

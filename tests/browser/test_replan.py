@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from planner_ui.models import Run
 
-from .test_run_flow import login
+from .flows import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from playwright.sync_api import expect
 
 from planner_ui.models import Run
 
+from .flows import login
+
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
-
-
-def login(page, base_url: str, username: str, password: str) -> None:
-    page.goto(base_url + "/")
-    expect(page).to_have_url(re.compile(r"/accounts/login/"))
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
-    expect(page.get_by_role("heading", name="What should the agents do?")).to_be_visible()
 
 
 def test_submit_approve_and_watch_the_result_arrive_live(

@@ -1,0 +1,23 @@
+"""What most browser tests do first: log in, and submit a task until its plan awaits approval."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+
+def login(page, base_url: str, username: str, password: str) -> None:
+    page.goto(base_url + "/")
+    expect(page).to_have_url(re.compile(r"/accounts/login/"))
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    expect(page.get_by_role("heading", name="What should the agents do?")).to_be_visible()
+
+
+def submit_task(page, task: str) -> None:
+    """Submit `task` from the form and wait until its plan waits for approval."""
+    page.fill("#id_task", task)
+    page.click("#task-form button[type=submit]")
+    expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
