@@ -43,6 +43,7 @@ def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
     """Nodes and edges for the plan graph, from the run's current steps."""
     steps = list(run.steps.all())
     path = critical_step_ids(steps)
+    revised = _revised_by_replanner(run)
     on_path, critical_edges = set(path), set(zip(path, path[1:], strict=False))
     return {
         "nodes": [
@@ -60,6 +61,9 @@ def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
                 "status": s.status,
                 # On the chain with the most model calls one after another (core.estimate).
                 "critical": s.step_id in on_path,
+                # What the last re-plan added or changed, and why, for the node's tooltip.
+                "revised": revised.get(s.step_id, ""),
+                "error": s.error[:300],
             }
             for s in steps
         ],
@@ -69,3 +73,18 @@ def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
             for dep in s.depends_on
         ],
     }
+
+
+def _revised_by_replanner(run: Run) -> dict[str, str]:
+    """Steps the latest version changed, when a re-plan made it: id → the re-plan's note."""
+    versions = list(run.plan_versions.order_by("-number")[:2])
+    if len(versions) < 2 or versions[0].author != "replanner":
+        return {}
+    from planner_ui.core.plan import Plan
+    from planner_ui.core.replan import changed_steps
+
+    latest, before = versions
+    changed = changed_steps(
+        Plan.model_validate(before.plan), Plan.model_validate(latest.plan), set()
+    )
+    return {step_id: latest.note for step_id in changed}

@@ -105,6 +105,9 @@
       status: COLORS[step.status] ? step.status : "pending",
       role: String(step.role || ""),
       irreversible: Object.keys(effects).length > 0 ? "yes" : "no",
+      revised: step.revised ? "yes" : "no",
+      // Shown on hover: why a step was re-planned, or why it failed.
+      why: String(step.revised || step.error || ""),
       critical: step.critical ? "yes" : "no",
     };
   }
@@ -153,6 +156,8 @@
       {selector: 'node.step[status = "skipped"]', style: {"border-style": "dashed"}},
       // A step that may act on the world outside the run: a double border, whatever its status.
       {selector: 'node.step[irreversible = "yes"]', style: {"border-style": "double", "border-width": 4}},
+      // Added or changed by the last re-plan: a violet halo.
+      {selector: 'node.step[revised = "yes"]', style: {"outline-width": 3, "outline-color": "#7c3aed", "outline-offset": 3, "outline-opacity": 0.8}},
       // The synthesizer joins the branches into the answer: a second ring, in its status colour.
       {selector: 'node.step[role = "synthesizer"]', style: {
         "font-weight": "bold", "outline-width": 2, "outline-offset": 3, "outline-opacity": 1,
@@ -298,8 +303,11 @@
     });
     cy.on("select", "node.step", (evt) => evt.target.connectedEdges(".dependency").addClass("related"));
     cy.on("unselect", "node.step", (evt) => evt.target.connectedEdges(".dependency").removeClass("related"));
-    cy.on("mouseover", "node.step", () => { container.style.cursor = "pointer"; });
-    cy.on("mouseout", "node.step", () => { container.style.cursor = ""; });
+    cy.on("mouseover", "node.step", (evt) => {
+      container.style.cursor = "pointer";
+      container.title = evt.target.data("why") || "";  // the browser's own tooltip: plain text
+    });
+    cy.on("mouseout", "node.step", () => { container.style.cursor = ""; container.title = ""; });
 
     // A gentle pulse on running steps, unless the user asked for less motion.
     const calm = window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;

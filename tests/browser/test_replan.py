@@ -40,4 +40,9 @@ def test_review_a_re_plan_after_a_failure_and_go_on(
     expect(page.locator("#step-read-missing-txt .step-error")).to_contain_text(
         "dropped by re-plan v2"
     )
+    # The graph marks what the re-plan changed, with the failure that led to it.
+    revised = page.evaluate(
+        "window.planGraph.cy.nodes('[revised = \"yes\"]').map((n) => [n.id(), n.data('why')])"
+    )
+    assert revised and all("read-missing-txt" in why for _, why in revised)
     assert page.js_errors == []
