@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 IS_311 := import sys; sys.exit(sys.version_info[:2] != (3, 11))
 
-.PHONY: run test test-postgres lint format clean
+.PHONY: run test test-postgres bench lint format clean
 
 # Re-installs when pyproject.toml changes; re-creates a virtualenv of another Python version.
 $(STAMP): pyproject.toml
@@ -49,6 +49,11 @@ test-postgres: $(STAMP)
 	else \
 	  echo "No PostgreSQL answers at $(TEST_POSTGRES_URL): the database tests ran on SQLite only."; \
 	fi
+
+# How close parallel scheduling comes to the ideal, on the real stack with a simulated model
+# (not a test; see README, "Benchmark"). BENCH_ARGS="--shapes layered --sizes 32" passes options.
+bench: $(STAMP)
+	$(PY) -m bench $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,0 +1,428 @@
+"""`python -m bench` (`make bench`): how close parallel scheduling comes to the ideal.
+
+Brings up its own Redis, Celery worker and Daphne on a private folder (var/bench/), runs each
+DAG shape through the real scheduler with a simulated model of fixed latency and WebSocket
+clients watching, prints a table and writes bench/results/<timestamp>.json and latest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import shapes  # plain Python: Django is set up later, with the bench's folder
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+MAX_DEFAULT_SLOTS = 16
+
+DEFINITIONS = {
+    "makespan_s": "approval of the plan (Run.started_at) to the last step's finished_at, "
+    "the synthesis step included",
+    "ideal_makespan_s": "the makespan of a scheduler without any overhead, where every step "
+    "takes exactly one model call's latency and ready steps start in plan order as slots free "
+    "up; with slots >= width it is critical_path_steps x latency (synthesis included)",
+    "speedup": "over running the same model calls one after another with no overhead: "
+    "steps_run x latency / makespan",
+    "ideal_speedup": "steps_run / ideal_makespan_steps",
+    "mean_concurrency": "sum of the measured step durations (started_at to finished_at) / "
+    "makespan: how many steps ran at once on average, overheads included",
+    "step_overhead_p50_ms": "median step duration minus the model call's latency: the app's "
+    "own work inside a step (the claim's event, the context, the budget gate, live text, "
+    "recording the call, the finish)",
+    "dispatch": "per step with dependencies: its started_at minus the latest finished_at of "
+    "its dependencies (commit, Celery publish, delivery, claim); steps that became ready while "
+    "every slot was running a step are left out and counted in waited_for_slot",
+    "dispatch_ready_to_queued": "the part of dispatch inside the last parent's finishing "
+    "transaction: its finished_at to the child's step.queued event",
+    "dispatch_queued_to_started": "the rest: the step.queued event to the child's started_at "
+    "(commit, broadcasts, enqueue, Celery delivery, claim)",
+    "first_dispatch": "per root step: its started_at minus the approval",
+    "model_call": "ModelCall.latency_ms: the simulated latency plus what the provider does "
+    "around it (live text flushed to Redis and the watchers every 0.1 s)",
+    "cpu": "CPU seconds used during the run (approval to end) by the benchmark's own processes "
+    "(this one, Redis, the worker and its pool, Daphne) and by everything else on the "
+    "machine; busy_fraction is the share of all cores busy; worker_ms_per_step is the worker's "
+    "CPU (pool included) per step, daphne_us_per_message Daphne's per WebSocket message sent",
+    "websocket": "per event message per client: arrival time at the client minus the event's "
+    "'at' (RunEvent.created_at, stamped before the commit and the Redis publish); live-text "
+    "messages carry no time and are not counted",
+}
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--latency", type=float, default=0.2, help="seconds per model call (default 0.2)"
+    )
+    parser.add_argument(
+        "--shapes",
+        default=",".join(shapes.SHAPES),
+        help="comma-separated, of chain, fanout, diamond, layered (default: all)",
+    )
+    parser.add_argument("--sizes", default="16,32,64", help="plan steps per shape, comma-separated")
+    parser.add_argument(
+        "--width", type=int, default=8, help="widest layer of the layered DAGs (default 8)"
+    )
+    parser.add_argument(
+        "--clients", type=int, default=50, help="WebSocket clients watching each run"
+    )
+    parser.add_argument(
+        "--slots",
+        type=int,
+        default=0,
+        help=f"worker slots; default: the widest DAG's width, at most {MAX_DEFAULT_SLOTS}",
+    )
+    parser.add_argument("--pool", choices=["prefork", "threads"], default="prefork")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the layered DAGs")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs per shape and size; the table shows the one with the median makespan",
+    )
+    parser.add_argument(
+        "--keep-runs", action="store_true", help="keep the benchmark's runs in the database"
+    )
+    args = parser.parse_args(argv)
+    args.shapes = [name.strip() for name in args.shapes.split(",") if name.strip()]
+    unknown = [name for name in args.shapes if name not in shapes.SHAPES]
+    if unknown:
+        parser.error(f"unknown shape {', '.join(unknown)}; use {', '.join(shapes.SHAPES)}")
+    try:
+        args.sizes = [int(size) for size in args.sizes.split(",") if size.strip()]
+    except ValueError:
+        parser.error(f"--sizes takes whole numbers separated by commas, not {args.sizes!r}")
+    if not args.sizes or min(args.sizes) < 3:
+        parser.error("every size must be at least 3 steps")
+    if args.latency < 0 or args.clients < 0 or args.slots < 0:
+        parser.error("--latency, --clients and --slots cannot be negative")
+    if args.width < 1 or args.repeat < 1:
+        parser.error("--width and --repeat must be at least 1")
+    return args
+
+
+def _django_setup() -> None:
+    """Settings from the environment, as for `make run`, but in a folder of the bench's own."""
+    var_dir = Path(os.environ.get("BENCH_VAR_DIR", BASE_DIR / "var" / "bench"))
+    os.environ["AGENTSITE_VAR_DIR"] = str(var_dir)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "agentsite.settings"
+    import django
+
+    django.setup()
+    logging.getLogger().setLevel(logging.WARNING)  # this process only; the children log as usual
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    plans = [
+        shapes.build(name, size, seed=args.seed, width=args.width)
+        for name in args.shapes
+        for size in args.sizes
+    ]
+    widest = max(shapes.width_of(plan.with_synthesis()) for plan in plans)
+    slots = args.slots or min(widest, MAX_DEFAULT_SLOTS)
+
+    load_before = [round(value, 2) for value in os.getloadavg()]
+    _django_setup()
+    from django.conf import settings
+    from django.db import connection
+
+    from bench import scheduler
+    from bench.websocket import Watchers
+
+    _say(
+        f"Starting Redis, a Celery worker ({args.pool}, {slots} slots) and Daphne; logs in "
+        f"{settings.VAR_DIR / 'logs'} ..."
+    )
+    started = time.monotonic()
+    stack = scheduler.stack_start(
+        latency_s=args.latency, slots=slots, pool=args.pool, log_dir=settings.VAR_DIR / "logs"
+    )
+    watchers = None
+    run_ids: list[int] = []
+    results: list[dict[str, Any]] = []
+    try:
+        owner = scheduler.bench_user()
+        watchers = Watchers(scheduler.HOST, stack.port, scheduler.session_cookie(owner))
+
+        def measure(shape: shapes.Shape, clients: int) -> dict[str, Any]:
+            figures = scheduler.run_measure(
+                shape,
+                owner=owner,
+                stack=stack,
+                latency_s=args.latency,
+                slots=slots,
+                watchers=watchers,
+                clients=clients,
+            )
+            run_ids.append(figures["run_id"])
+            return figures
+
+        # A warm-up, not reported: the worker's processes open their database connections and
+        # import the executor's modules on their first task.
+        measure(shapes.build("fanout", max(3, slots + 1), seed=args.seed, width=args.width), 0)
+        for plan in plans:
+            for repeat in range(1, args.repeat + 1):
+                figures = measure(plan, args.clients)
+                results.append({"repeat": repeat, **figures})
+                _say(_progress_line(figures))
+    finally:
+        if watchers is not None:
+            watchers.shutdown()
+        stack.stop()
+        if not args.keep_runs and run_ids:
+            scheduler.runs_delete(run_ids)
+
+    summary = _medians(results)
+    report = {
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": _commit(),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "settings": {
+            "latency_s": args.latency,
+            "clients": args.clients,
+            "slots": slots,
+            "pool": args.pool,
+            "width": args.width,
+            "seed": args.seed,
+            "repeat": args.repeat,
+            "database": connection.vendor,
+            "redis": stack.redis,
+        },
+        "load_average_before": load_before,
+        "definitions": DEFINITIONS,
+        # One row per shape and size: of its repeats, the one with the median makespan.
+        "summary": summary,
+        "runs": results,
+        "targets": _targets(summary, args.latency),
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    path = _write(report)
+    print(_table(report))
+    print(f"\nWritten to {path.relative_to(BASE_DIR)} and bench/results/latest.json")
+    return 0
+
+
+def _medians(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Of each shape and size's repeats, the run whose makespan is the median (the lower one)."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for run in runs:
+        groups.setdefault((run["shape"], run["plan_steps"]), []).append(run)
+    chosen = []
+    for repeats in groups.values():
+        ordered = sorted(repeats, key=lambda run: run["makespan_s"])
+        chosen.append(ordered[(len(ordered) - 1) // 2])
+    return chosen
+
+
+def _commit() -> str | None:
+    """The code measured: HEAD, marked when the work tree has changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=BASE_DIR, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=BASE_DIR,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return f"{head}+changes" if dirty else head
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _progress_line(figures: dict[str, Any]) -> str:
+    return (
+        f"  {figures['shape']} of {figures['plan_steps']}: makespan {figures['makespan_s']:.2f} s, "
+        f"ideal {figures['ideal_makespan_s']:.2f} s"
+    )
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _pair(figures: dict[str, Any]) -> str:
+    return f"{_ms(figures['p50_ms'])} / {_ms(figures['p99_ms'])}"
+
+
+def _table(report: dict[str, Any]) -> str:
+    config = report["settings"]
+    columns = (
+        ("shape", "<8"),
+        ("steps", ">5"),
+        ("width", ">5"),
+        ("path", ">4"),
+        ("makespan", ">8"),
+        ("ideal", ">6"),
+        ("ratio", ">5"),
+        ("speedup", ">12"),
+        ("step+", ">5"),
+        ("dispatch ms", ">13"),
+        ("ws event ms", ">15"),
+        ("busy", ">4"),
+        ("others", ">6"),
+    )
+    header = " ".join(f"{name:{align}}" for name, align in columns)
+    lines = [
+        f"latency {config['latency_s']} s per model call, {config['slots']} worker slots "
+        f"({config['pool']}), {config['clients']} WebSocket clients per run, "
+        f"{config['database']}, Redis {config['redis']}, {report['machine']['cpus']} CPUs",
+        "",
+        header,
+        "-" * len(header),
+    ]
+    for run in report["summary"]:
+        cpu = run["cpu"]
+        busy = "-" if cpu["busy_fraction"] is None else f"{cpu['busy_fraction']:.0%}"
+        others = "-" if cpu["others_s"] is None else f"{cpu['others_s']:.1f}s"
+        cells = (
+            run["shape"],
+            run["plan_steps"],
+            run["width"],
+            run["critical_path_steps"],
+            f"{run['makespan_s']:.2f}s",
+            f"{run['ideal_makespan_s']:.2f}s",
+            "-" if run["makespan_over_ideal"] is None else f"{run['makespan_over_ideal']:.2f}",
+            f"{run['speedup']:.2f} ({run['ideal_speedup']:.2f})",
+            f"{run['step_overhead_p50_ms']:.0f}",
+            _pair(run["dispatch"]),
+            _pair(run["websocket"]) if run["websocket"]["clients"] else "-",
+            busy,
+            others,
+        )
+        lines.append(
+            " ".join(f"{cell:{align}}" for cell, (_, align) in zip(cells, columns, strict=True))
+        )
+    lines += [
+        "",
+        "steps: plan steps (the synthesis step runs after them in every plan); width: widest "
+        "layer; path: critical path in steps, synthesis included",
+        "makespan: plan approval to the last step's end; ideal: path x latency (a slot-limited "
+        "schedule when slots < width); ratio: makespan / ideal",
+        "speedup: steps x latency / makespan (ideal: steps / path); step+: median step duration "
+        "minus the latency, ms",
+        "dispatch: a step's start minus its last dependency's end; ws event: arrival at a client "
+        "minus the event's created_at; both p50 / p99",
+        "busy: share of all CPUs busy during the run; others: CPU seconds used meanwhile by "
+        "processes the benchmark did not start",
+        "",
+        *(
+            f"{'met   ' if target['met'] else 'MISSED'} {target['text']}"
+            for target in report["targets"]
+        ),
+    ]
+    waited = [
+        f"{run['shape']} {run['plan_steps']} ({run['dispatch']['waited_for_slot']})"
+        for run in report["summary"]
+        if run["dispatch"]["waited_for_slot"]
+    ]
+    if waited:
+        lines.append(
+            "Steps that waited for a free slot are left out of dispatch: " + ", ".join(waited)
+        )
+    others = [
+        run["cpu"]["others_s"] for run in report["runs"] if run["cpu"]["others_s"] is not None
+    ]
+    capacity = sum(run["cpu"]["window_s"] for run in report["runs"]) * report["machine"]["cpus"]
+    if others and capacity and sum(others) / capacity > 0.1:
+        lines.append(
+            f"Processes not started by the benchmark (other programs; an external database or "
+            f"Redis) kept {sum(others) / capacity:.0%} of the CPUs busy during the runs."
+        )
+    missing = sum(run["websocket"]["missing"] for run in report["runs"])
+    if missing:
+        lines.append(f"WebSocket clients missed {missing} event messages in all.")
+    return "\n".join(lines)
+
+
+def _targets(runs: list[dict[str, Any]], latency_s: float) -> list[dict[str, Any]]:
+    """The issue's targets, checked against the runs they are about."""
+    targets = []
+    for run in runs:
+        if (
+            run["shape"] == "layered"
+            and run["plan_steps"] == 32
+            and run["width"] == 8
+            and run["slots"] >= 8
+            and latency_s == 0.2
+        ):
+            targets.append(
+                {
+                    "met": run["makespan_over_ideal"] <= 1.10,
+                    "text": f"makespan within 10% of ideal, 32-step 8-wide DAG at 200 ms: "
+                    f"{run['makespan_s']:.2f} s for {run['ideal_makespan_s']:.2f} s "
+                    f"({(run['makespan_over_ideal'] - 1):+.0%})",
+                }
+            )
+    # With more ready steps than slots, a step also queues for a slot: not what this is about.
+    dispatch = [
+        run["dispatch"]["p50_ms"]
+        for run in runs
+        if run["dispatch"]["count"] and run["width"] <= run["slots"]
+    ]
+    if dispatch:
+        worst = max(dispatch)
+        targets.append(
+            {
+                "met": worst < 20,
+                "text": f"dispatch latency p50 < 20 ms: {min(dispatch):.1f} to {worst:.1f} ms "
+                "across the runs no wider than the slots",
+            }
+        )
+    watched = [
+        run["websocket"]["p50_ms"]
+        for run in runs
+        if run["websocket"]["clients"] >= 50 and run["websocket"]["count"]
+    ]
+    if watched:
+        worst = max(watched)
+        targets.append(
+            {
+                "met": worst < 10,
+                "text": f"WebSocket event latency p50 < 10 ms with 50 clients: {min(watched):.1f} "
+                f"to {worst:.1f} ms across the runs",
+            }
+        )
+    return targets
+
+
+def _write(report: dict[str, Any]) -> Path:
+    RESULTS_DIR.mkdir(exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    text = json.dumps(report, indent=2) + "\n"
+    path = RESULTS_DIR / f"{stamp}.json"
+    path.write_text(text)
+    (RESULTS_DIR / "latest.json").write_text(text)
+    return path
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except RuntimeError as exc:
+        print(f"make bench: {exc}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,103 @@
+"""CPU seconds on Linux: the whole machine's, and those of the benchmark's own processes.
+
+On a 2-core machine the figures are often limited by CPU, and on a shared one by someone
+else's; what the other processes used during a run says which. Elsewhere these return None.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_PROC = Path("/proc")
+
+
+def _ticks() -> int:
+    try:
+        return os.sysconf("SC_CLK_TCK")
+    except (ValueError, OSError, AttributeError):
+        return 100
+
+
+def machine_busy_s() -> float | None:
+    """CPU seconds spent by all cores on anything but idling since boot."""
+    try:
+        fields = (_PROC / "stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    values = [int(value) for value in fields[:8]]  # user nice system idle iowait irq softirq steal
+    return (sum(values) - values[3] - values[4]) / _ticks()
+
+
+def cpu_by_root(roots: dict[str, int]) -> dict[str, float] | None:
+    """CPU seconds used so far by each named process together with its live descendants.
+
+    A process counts once, for the nearest named ancestor: a Celery pool child for the
+    worker, not for the benchmark process that started the worker.
+    """
+    parent_of: dict[int, int] = {}
+    used: dict[int, float] = {}
+    try:
+        entries = list(_PROC.iterdir())
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The command name may hold spaces and parentheses: split after the last ")".
+            rest = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # ended meanwhile
+        pid = int(entry.name)
+        parent_of[pid] = int(rest[1])
+        used[pid] = (int(rest[11]) + int(rest[12])) / _ticks()  # utime + stime
+    name_of = {pid: name for name, pid in roots.items()}
+    totals = dict.fromkeys(roots, 0.0)
+    for pid, seconds in used.items():
+        ancestor = pid
+        while ancestor > 1 and ancestor not in name_of:
+            ancestor = parent_of.get(ancestor, 0)
+        if ancestor in name_of:
+            totals[name_of[ancestor]] += seconds
+    return totals
+
+
+@dataclass
+class CpuWindow:
+    """What the machine and each of our processes used between `start()` and `stop()`."""
+
+    roots: dict[str, int]
+    machine_start: float | None = None
+    ours_start: dict[str, float] | None = None
+    wall_start: float = 0.0
+
+    def start(self) -> None:
+        self.machine_start = machine_busy_s()
+        self.ours_start = cpu_by_root(self.roots)
+        self.wall_start = time.monotonic()
+
+    def stop(self) -> dict[str, object]:
+        wall_s = time.monotonic() - self.wall_start
+        machine, ours = machine_busy_s(), cpu_by_root(self.roots)
+        if None in (machine, ours, self.machine_start, self.ours_start) or wall_s <= 0:
+            return {
+                "window_s": round(wall_s, 3),
+                "ours_s": None,
+                "others_s": None,
+                "busy_fraction": None,
+                "by_process_s": {},
+            }
+        machine_used = machine - self.machine_start
+        by_process = {name: round(ours[name] - self.ours_start[name], 2) for name in ours}
+        ours_used = sum(by_process.values())
+        return {
+            "window_s": round(wall_s, 3),
+            "ours_s": round(ours_used, 2),
+            # Our processes' ticks are sampled apart from the machine's: clamp the noise.
+            "others_s": round(max(0.0, machine_used - ours_used), 2),
+            "busy_fraction": round(min(1.0, machine_used / (wall_s * (os.cpu_count() or 1))), 3),
+            "by_process_s": by_process,
+        }

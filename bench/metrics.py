@@ -1,0 +1,132 @@
+"""The figures of one benchmark run, computed from step timestamps and received WebSocket events.
+
+Plain Python: the scheduler module reads the rows and hands them over as `StepTiming`s.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    step_id: str
+    depends_on: list[str]
+    started_at: float  # epoch seconds
+    finished_at: float
+
+
+def percentile(values: Sequence[float], fraction: float) -> float | None:
+    """Linear interpolation between the closest ranks (numpy's default); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * fraction
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summary_ms(values_s: Sequence[float]) -> dict[str, float | int | None]:
+    """p50, p99 and max of durations given in seconds, in milliseconds."""
+
+    def ms(value: float | None) -> float | None:
+        return None if value is None else round(value * 1000, 2)
+
+    return {
+        "count": len(values_s),
+        "p50_ms": ms(percentile(values_s, 0.5)),
+        "p99_ms": ms(percentile(values_s, 0.99)),
+        "max_ms": ms(max(values_s, default=None)),
+    }
+
+
+@dataclass
+class Dispatch:
+    after_parent_s: list[float]  # steps with dependencies, from the last one's end
+    after_approval_s: list[float]  # root steps, from the approval
+    waited_for_slot: list[str]  # steps left out: every slot was busy when they became ready
+
+
+def dispatch_latencies(steps: Iterable[StepTiming], approved_at: float, slots: int) -> Dispatch:
+    """How long each step waited to start once it could.
+
+    A step with dependencies could start when the last of them finished: one figure per step,
+    its started_at minus the latest finished_at of its dependencies. A step during whose wait
+    all `slots` were running other steps had to wait for a slot, which is capacity rather than
+    dispatch: it is left out and named. Root steps are counted apart, from the approval.
+    """
+    by_id = {step.step_id: step for step in steps}
+    result = Dispatch([], [], [])
+    for step in by_id.values():
+        if not step.depends_on:
+            result.after_approval_s.append(step.started_at - approved_at)
+            continue
+        ready_at = max(by_id[parent].finished_at for parent in step.depends_on)
+        if _busiest(by_id.values(), step, ready_at) >= slots:
+            result.waited_for_slot.append(step.step_id)
+        else:
+            result.after_parent_s.append(step.started_at - ready_at)
+    return result
+
+
+def _busiest(steps: Iterable[StepTiming], step: StepTiming, ready_at: float) -> int:
+    """The most other steps running at once while `step` was ready but not started."""
+    others = [other for other in steps if other is not step]
+    moments = [ready_at] + [
+        other.started_at for other in others if ready_at < other.started_at < step.started_at
+    ]
+    return max(
+        sum(1 for other in others if other.started_at <= moment < other.finished_at)
+        for moment in moments
+    )
+
+
+def dispatch_phases(
+    steps: Iterable[StepTiming], queued_at: dict[str, float], leave_out: Iterable[str] = ()
+) -> tuple[list[float], list[float]]:
+    """Dispatch latency in two parts, for each step with dependencies:
+
+    ready -> queued: the last parent's end to the child's step.queued event, both inside the
+    parent's finishing transaction; queued -> started: from there to the child's claim, which
+    spans the commit, the broadcasts and the enqueue after it, Celery's delivery to a free slot
+    and the claim's wait for the run's lock. Steps in `leave_out` (those that waited for a
+    slot) are not counted.
+    """
+    by_id = {step.step_id: step for step in steps}
+    left_out = set(leave_out)
+    to_queued, to_started = [], []
+    for step in by_id.values():
+        if step.depends_on and step.step_id in queued_at and step.step_id not in left_out:
+            ready_at = max(by_id[parent].finished_at for parent in step.depends_on)
+            to_queued.append(queued_at[step.step_id] - ready_at)
+            to_started.append(step.started_at - queued_at[step.step_id])
+    return to_queued, to_started
+
+
+@dataclass
+class Received:
+    event_delays_s: list[float]
+    copies_by_seq: dict[int, int]  # how many clients received each event
+    text_messages: int  # live-text messages, which carry no time
+    delays_by_type: dict[str, list[float]]  # "step.started": [...]
+
+
+def event_latencies(received: Iterable[tuple[float, bytes]]) -> Received:
+    """Receive time minus the event's `at`, for every event message any client received."""
+    result = Received([], {}, 0, {})
+    for received_at, raw in received:
+        message = json.loads(raw)
+        if message.get("type") == "text":
+            result.text_messages += 1
+        if message.get("type") != "event":
+            continue
+        event = message["event"]
+        delay = received_at - datetime.fromisoformat(event["at"]).timestamp()
+        result.event_delays_s.append(delay)
+        result.delays_by_type.setdefault(event["type"], []).append(delay)
+        result.copies_by_seq[event["seq"]] = result.copies_by_seq.get(event["seq"], 0) + 1
+    return result

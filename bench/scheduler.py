@@ -1,0 +1,315 @@
+"""The stack under test and one measured run on it.
+
+The stack is the real one: Redis (the embedded one unless REDIS_URL names another), one Celery
+worker process with as many slots as asked, and Daphne. A run is created here with a scripted
+plan, as the planner would have stored it, and approved through `run_approve_plan`; from then on
+the app's own code dispatches, executes and broadcasts, and this module only watches.
+
+Needs Django set up (see bench.__main__).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from subprocess import Popen
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.test import Client
+
+from agentsite import embedded
+from planner_ui.core.plan import MAX_STEPS, ROLES
+from planner_ui.core.status import RunStatus
+from planner_ui.core.validation import validate_plan
+from planner_ui.models import ModelCall, PlanVersion, Run
+from planner_ui.providers import routes_for_run
+from planner_ui.services.events import event_append
+from planner_ui.services.runs import materialize_steps, run_approve_plan
+from planner_ui.tools import tool_names
+
+from . import metrics, shapes
+from .cpu import CpuWindow
+from .websocket import Watchers
+
+HOST = "127.0.0.1"
+BENCH_USERNAME = "bench"
+WORKER_START_TIMEOUT_S = 90.0
+# Every part of a bench run is served by the offline model, whatever the settings route to.
+OFFLINE_ROUTES = {
+    "planner": "offline",
+    "executor": "offline",
+    "synthesizer": "offline",
+    **{f"executor:{role}": "offline" for role in ROLES},
+}
+
+
+@dataclass
+class Stack:
+    port: int
+    slots: int
+    pool: str
+    log_dir: Path
+    processes: list[Popen] = field(default_factory=list)
+    pids: dict[str, int] = field(default_factory=dict)  # by role, for the CPU figures
+    redis: str = ""
+
+    def add(self, role: str, process: Popen) -> None:
+        self.processes.append(process)
+        self.pids[role] = process.pid
+
+    def stop(self) -> None:
+        embedded.stop_processes(self.processes)
+        self.processes = []
+
+
+def stack_start(*, latency_s: float, slots: int, pool: str, log_dir: Path) -> Stack:
+    """Redis if the embedded one is wanted, a worker with `slots` slots, and Daphne."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stack = Stack(port=embedded.free_port(), slots=slots, pool=pool, log_dir=log_dir)
+    try:
+        if settings.REDIS_IS_EMBEDDED:
+            if embedded.redis_ping(settings.REDIS_URL):
+                raise RuntimeError(
+                    f"A Redis already answers on {settings.EMBEDDED_REDIS_SOCKET}: is another "
+                    "`make bench` running? Wait for it, or set BENCH_VAR_DIR to another folder."
+                )
+            stack.add(
+                "redis",
+                embedded.start_redis(
+                    settings.EMBEDDED_REDIS_SOCKET, log_path=log_dir / "redis.log"
+                ),
+            )
+            stack.redis = "embedded"
+        elif embedded.redis_ping(settings.REDIS_URL):
+            stack.redis = "REDIS_URL"
+        else:
+            raise RuntimeError("REDIS_URL does not answer; start that Redis or unset REDIS_URL.")
+        env = {
+            "DJANGO_SETTINGS_MODULE": "agentsite.settings",
+            "AGENTSITE_VAR_DIR": str(settings.VAR_DIR),
+            "REDIS_URL": settings.REDIS_URL,
+            "AGENTSITE_OFFLINE_LATENCY_S": str(latency_s),
+        }
+        worker_name = f"bench-{os.getpid()}"
+        stack.add(
+            "worker",
+            embedded.start_worker(
+                env=env,
+                concurrency=slots,
+                pool=pool,
+                hostname=f"{worker_name}@%h",
+                log_path=log_dir / "worker.log",
+            ),
+        )
+        stack.add(
+            "daphne",
+            embedded.start_daphne(
+                env=env, host=HOST, port=stack.port, log_path=log_dir / "daphne.log"
+            ),
+        )
+        embedded.wait_for_worker(f"{worker_name}@", timeout=WORKER_START_TIMEOUT_S)
+        _refuse_other_workers(worker_name)
+        embedded.wait_for_http(f"http://{HOST}:{stack.port}/", timeout=60.0)
+    except BaseException:
+        stack.stop()
+        raise
+    return stack
+
+
+def _refuse_other_workers(own_name: str) -> None:
+    """Another worker on this queue would take some of the steps and skew every figure."""
+    from agentsite.celery import app
+
+    replies = app.control.ping(timeout=1.0)
+    others = [name for reply in replies for name in reply if not name.startswith(own_name + "@")]
+    if others:
+        raise RuntimeError(
+            f"Other Celery workers listen on this Redis ({', '.join(others)}); the benchmark "
+            "needs the queue to itself. Stop them, or leave REDIS_URL unset to use a private "
+            "embedded Redis."
+        )
+
+
+def bench_user() -> AbstractBaseUser:
+    user, created = get_user_model().objects.get_or_create(username=BENCH_USERNAME)
+    if created:
+        user.set_unusable_password()
+        user.save()
+    return user
+
+
+def session_cookie(user: AbstractBaseUser) -> str:
+    """A logged-in session for the WebSocket clients, as a Cookie header value."""
+    client = Client()
+    client.force_login(user)
+    name = settings.SESSION_COOKIE_NAME
+    return f"{name}={client.cookies[name].value}"
+
+
+def scripted_run_create(owner: AbstractBaseUser, shape: shapes.Shape) -> Run:
+    """A run awaiting plan approval with `shape` as its plan, stored as run_plan stores one.
+
+    The plan is validated by the app's own rules, except that it may be longer than the
+    planner's limit of MAX_STEPS steps: the scheduler has no such limit.
+    """
+    plan = validate_plan(
+        shape.plan(), known_tools=tool_names(), max_steps=max(MAX_STEPS, shape.size)
+    )
+    routes = routes_for_run(OFFLINE_ROUTES)
+    with transaction.atomic():
+        run = Run.objects.create(
+            owner=owner,
+            task=f"Benchmark: {shape.name} of {shape.size} steps.",
+            routes={part: route.label for part, route in routes.items()},
+            executor_model=routes["executor"].label,
+        )
+        event_append(run.pk, "run.status", {"status": run.status})
+        version = PlanVersion.objects.create(
+            run=run,
+            number=1,
+            author=PlanVersion.Author.PERSON,
+            plan=plan.model_dump(),
+            note="scripted by make bench",
+        )
+        materialize_steps(run, plan)
+        run.move_to(RunStatus.AWAITING_PLAN_APPROVAL)
+        run.save()
+        event_append(
+            run.pk,
+            "plan.version",
+            {"number": version.number, "author": version.author, "steps": len(plan.steps)},
+        )
+        event_append(run.pk, "run.status", {"status": run.status})
+    return run
+
+
+def run_wait(run_id: int, timeout: float) -> Run:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = Run.objects.get(pk=run_id)
+        if run.is_finished:
+            return run
+        time.sleep(0.1)
+    raise RuntimeError(f"Run {run_id} did not finish within {timeout:g} s; see the worker log.")
+
+
+def run_measure(
+    shape: shapes.Shape,
+    *,
+    owner: AbstractBaseUser,
+    stack: Stack,
+    latency_s: float,
+    slots: int,
+    watchers: Watchers | None,
+    clients: int,
+) -> dict[str, Any]:
+    """Run `shape` to its end with `clients` watching, and compute its figures."""
+    deps = shape.with_synthesis()
+    ideal_units = shapes.ideal_makespan_steps(deps, slots)
+    run = scripted_run_create(owner, shape)
+    run.refresh_from_db()  # event_append counts last_event_seq in the database only
+    if watchers is not None and clients:
+        watchers.watch(run.pk, after=run.last_event_seq, count=clients)
+    first_live_seq = run.last_event_seq + 1
+    cpu = CpuWindow({"benchmark": os.getpid(), **stack.pids})
+    cpu.start()
+    run_approve_plan(run.pk)
+    run = run_wait(run.pk, timeout=60 + 20 * ideal_units * max(latency_s, 0.1))
+    cpu_used = cpu.stop()
+    if run.status != RunStatus.SUCCEEDED:
+        raise RuntimeError(f"Run {run.pk} ({shape.name} of {shape.size}) {run.status}: {run.error}")
+    received: list[tuple[float, bytes]] = []
+    delivered_all = True
+    if watchers is not None and clients:
+        delivered_all = watchers.wait_for_seq(run.last_event_seq, timeout=10.0)
+        received = watchers.stop()
+
+    steps = [
+        metrics.StepTiming(
+            s.step_id, list(s.depends_on), s.started_at.timestamp(), s.finished_at.timestamp()
+        )
+        for s in run.steps.all()
+    ]
+    approved_at = run.started_at.timestamp()
+    makespan_s = max(s.finished_at for s in steps) - approved_at
+    ideal_s = ideal_units * latency_s
+    busy_s = sum(s.finished_at - s.started_at for s in steps)
+    dispatch = metrics.dispatch_latencies(steps, approved_at, slots)
+    step_durations = [s.finished_at - s.started_at for s in steps]
+    queued_at = {
+        event.step_id: event.created_at.timestamp()
+        for event in run.events.filter(type="step.queued")
+    }
+    to_queued, to_started = metrics.dispatch_phases(steps, queued_at, dispatch.waited_for_slot)
+    model_call_s = [
+        ms / 1000 for ms in ModelCall.objects.filter(run=run).values_list("latency_ms", flat=True)
+    ]
+    delivered = metrics.event_latencies(received)
+    live_events = range(first_live_seq, run.last_event_seq + 1)
+    expected = len(live_events) * clients
+    return {
+        "shape": shape.name,
+        "plan_steps": shape.size,
+        "steps_run": len(deps),
+        "width": shapes.width_of(deps),
+        "slots": slots,
+        "critical_path_steps": shapes.critical_path_steps(deps),
+        "ideal_makespan_steps": ideal_units,
+        "run_id": run.pk,
+        "makespan_s": round(makespan_s, 4),
+        "ideal_makespan_s": round(ideal_s, 4),
+        "makespan_over_ideal": round(makespan_s / ideal_s, 4) if ideal_s else None,
+        "speedup": round(len(deps) * latency_s / makespan_s, 3),
+        "ideal_speedup": round(len(deps) / ideal_units, 3),
+        "mean_concurrency": round(busy_s / makespan_s, 3),
+        "step_duration": metrics.summary_ms(step_durations),
+        "step_overhead_p50_ms": round(
+            (metrics.percentile(step_durations, 0.5) - latency_s) * 1000, 2
+        ),
+        "model_call": metrics.summary_ms(model_call_s),
+        "dispatch": {
+            **metrics.summary_ms(dispatch.after_parent_s),
+            "waited_for_slot": len(dispatch.waited_for_slot),
+        },
+        "dispatch_ready_to_queued": metrics.summary_ms(to_queued),
+        "dispatch_queued_to_started": metrics.summary_ms(to_started),
+        "first_dispatch": metrics.summary_ms(dispatch.after_approval_s),
+        "cpu": {**cpu_used, **_cpu_shares(cpu_used, len(deps), len(received))},
+        "websocket": {
+            "clients": clients,
+            "events": len(live_events),
+            "text_messages_per_client": round(delivered.text_messages / clients) if clients else 0,
+            **metrics.summary_ms(delivered.event_delays_s),
+            "missing": expected - sum(delivered.copies_by_seq.get(seq, 0) for seq in live_events),
+            "all_delivered_within_10s": delivered_all,
+            "by_type": {
+                kind: metrics.summary_ms(delays)
+                for kind, delays in sorted(delivered.delays_by_type.items())
+            },
+        },
+    }
+
+
+def _cpu_shares(cpu_used: dict[str, Any], steps: int, messages: int) -> dict[str, float | None]:
+    """The worker's CPU per step, and Daphne's per WebSocket message it delivered."""
+    by_process = cpu_used.get("by_process_s") or {}
+    worker, daphne = by_process.get("worker"), by_process.get("daphne")
+    return {
+        "worker_ms_per_step": None if worker is None else round(worker * 1000 / steps, 1),
+        "daphne_us_per_message": (
+            round(daphne * 1e6 / messages, 1) if daphne is not None and messages else None
+        ),
+    }
+
+
+def runs_delete(run_ids: list[int]) -> None:
+    runs = Run.objects.filter(pk__in=run_ids)
+    with transaction.atomic():
+        runs.update(approved_plan=None)  # a protected reference to the run's own plan version
+        runs.delete()
