@@ -230,16 +230,11 @@ def _rematerialize(run: Run, plan: Plan, keep: set[str], number: int) -> None:
 
 
 def _give_up(run_id: int, failed_step_id: str, reason: str) -> None:
-    """No revision: fail what is left and the run, with the reason."""
+    """No revision: fail what is left and the run, with the reason (run_fail ends the re-plan)."""
     from .runs import run_fail
 
-    with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        if run.is_finished:
-            return
-        run.replanning = False
-        run.save(update_fields=["replanning"])
-        failed = ", ".join(
-            f"'{s.step_id}' ({s.error[:200]})" for s in run.steps.filter(status=StepStatus.FAILED)
-        )
+    failed = ", ".join(
+        f"'{s.step_id}' ({s.error[:200]})"
+        for s in Step.objects.filter(run_id=run_id, status=StepStatus.FAILED)
+    )
     run_fail(run_id, f"Step {failed or failed_step_id} failed and {reason}.")

@@ -225,14 +225,8 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
 def run_fail(run_id: int, error: str) -> None:
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        if run.is_finished:
-            return
-        run.move_to(RunStatus.FAILED)
-        run.error = error
-        run.finished_at = timezone.now()
-        run.save()
-        _stop_steps(run, error)
-        event_append(run_id, "run.status", {"status": run.status, "error": error})
+        if not run.is_finished:
+            _end(run, RunStatus.FAILED, error)
 
 
 def run_cancel(run_id: int, user: AbstractBaseUser) -> Run:
@@ -244,25 +238,28 @@ def run_cancel(run_id: int, user: AbstractBaseUser) -> Run:
             raise InvalidTransition(
                 f"This run is already {run.get_status_display()}, so it cannot be cancelled."
             )
-        reason = f"Cancelled by {user.get_username()}."
-        run.move_to(RunStatus.CANCELLED)
-        run.error = reason
-        run.finished_at = timezone.now()
-        run.save()
-        _stop_steps(run, reason)
-        event_append(run_id, "run.status", {"status": run.status, "error": reason})
+        _end(run, RunStatus.CANCELLED, f"Cancelled by {user.get_username()}.")
     return run
 
 
-def _stop_steps(run: Run, reason: str) -> None:
-    """Skip what has not started (queued tasks find the run over and do nothing) and withdraw
-    pending approvals; a running step stops at its next call and records why."""
+def _end(run: Run, status: RunStatus, reason: str) -> None:
+    """End a run early. Caller holds the lock.
+
+    What has not started is skipped (queued tasks find the run over and do nothing), pending
+    approvals are withdrawn, a re-plan in progress is abandoned, and a running step stops at
+    its next call and records why."""
     from .approvals import approvals_withdraw
 
+    run.move_to(status)
+    run.error = reason
+    run.finished_at = timezone.now()
+    run.replanning = False
+    run.save()
     run.steps.filter(status__in=[StepStatus.PENDING, StepStatus.QUEUED, StepStatus.WAITING]).update(
         status=StepStatus.SKIPPED, error=f"not run: {reason}"
     )
     approvals_withdraw(run.pk, reason)
+    event_append(run.pk, "run.status", {"status": run.status, "error": reason})
 
 
 def run_finish_if_done(run: Run) -> None:

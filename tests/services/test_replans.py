@@ -170,3 +170,16 @@ def test_with_re_planning_off_a_failure_fails_the_run(server, make_user):
     assert run.status == RunStatus.FAILED and run.replans == 0
     assert run.steps.get(step_id="report").status == StepStatus.SKIPPED
     assert json.dumps(run.error).count("fetch-prices") >= 1
+
+
+def test_cancelling_during_a_re_plan_ends_the_re_plan_too(server, make_user):
+    from planner_ui.services.runs import run_cancel
+
+    alice = make_user()
+    run = started(server, alice, replan_mode="review")
+    server.enqueue_json(REVISION)
+    run = drive(run)
+    assert run.replanning
+    run = run_cancel(run.pk, alice)
+    run.refresh_from_db()
+    assert run.status == RunStatus.CANCELLED and not run.replanning
