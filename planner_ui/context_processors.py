@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from django.http import HttpRequest
@@ -13,4 +14,6 @@ def approvals(request: HttpRequest) -> dict[str, Any]:
         return {}
     from planner_ui.services.approvals import pending_count
 
-    return {"approvals_pending_count": pending_count(user)}
+    # Counted only when a template shows it, once: the run page's live fragment, re-rendered on
+    # every event, never does.
+    return {"approvals_pending_count": cache(lambda: pending_count(user))}

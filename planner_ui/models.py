@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from planner_ui.core.effects import Decision, Effect, PolicyMode, ToolPolicy
+from planner_ui.core.pricing import Budget
 from planner_ui.core.status import RunStatus, StepStatus, check_run_transition
 
 
@@ -109,6 +110,10 @@ class Run(models.Model):
     @property
     def policy(self) -> ToolPolicy:
         return ToolPolicy.of(self.tool_policy, self.auto_tools)
+
+    @property
+    def budget(self) -> Budget:
+        return Budget(tokens=self.budget_tokens, usd=self.budget_usd)
 
     def move_to(self, status: str) -> None:
         """Change status through the allowed transitions only (see core.status)."""

@@ -176,8 +176,8 @@ def run_step(
             if not output:
                 raise StepFailed("the model finished without any output")
             if output.startswith(STEP_FAILED_MARKER):
-                reason = output[len(STEP_FAILED_MARKER) :].strip().splitlines()[0:1]
-                raise StepFailed(f"the executor could not proceed: {(reason or ['no reason'])[0]}")
+                reason = output[len(STEP_FAILED_MARKER) :].strip().partition("\n")[0]
+                raise StepFailed(f"the executor could not proceed: {reason or 'no reason'}")
             return StepOutcome(output, state.usage, state.model_calls, state.tool_calls)
         state.messages.append(
             {"role": "assistant", "content": reply.text, "tool_calls": list(reply.tool_calls)}

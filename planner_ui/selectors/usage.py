@@ -7,7 +7,6 @@ from decimal import Decimal
 
 from django.db.models import Count, Q, Sum
 
-from planner_ui.core.pricing import Budget
 from planner_ui.core.routing import EXECUTOR, PLANNER, SYNTHESIZER
 from planner_ui.models import Run
 
@@ -74,7 +73,7 @@ def run_usage(run: Run) -> RunUsage:
     ]
     order = {role: n for n, role in enumerate(_ROLE_ORDER)}
     roles.sort(key=lambda r: (order.get(r.role, len(order)), r.role))
-    budget = Budget(tokens=run.budget_tokens, usd=run.budget_usd)
+    budget = run.budget
     return RunUsage(
         roles=roles,
         unpriced_calls=sum(r.unpriced_calls for r in roles),

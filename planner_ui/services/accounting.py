@@ -15,7 +15,7 @@ from django.db.models import F
 
 from planner_ui.core import pricing
 from planner_ui.core.errors import RunStopped
-from planner_ui.core.pricing import Budget, Price, TokenCounts
+from planner_ui.core.pricing import Price, TokenCounts
 from planner_ui.core.routing import role_of
 from planner_ui.models import ModelCall, Run, Step
 from planner_ui.providers.base import Provider
@@ -36,8 +36,9 @@ def price_of(provider: str, *models: str) -> Price | None:
     return None
 
 
-def run_budget(run: Run) -> Budget:
-    return Budget(tokens=run.budget_tokens, usd=run.budget_usd)
+def budget_spent(run: Run) -> str:
+    """Why the run's budget is spent by its totals as loaded, or "" while some is left."""
+    return run.budget.overrun(run.tokens_in + run.tokens_out, run.cost_usd)
 
 
 def metered(run_id: int, step_id: str, provider: Provider) -> MeteredProvider:
@@ -47,7 +48,7 @@ def metered(run_id: int, step_id: str, provider: Provider) -> MeteredProvider:
         run = Run.objects.get(pk=run_id)
         if run.is_finished:
             raise RunStopped(f"The run is {run.get_status_display()}, so no further model call.")
-        reason = run_budget(run).overrun(run.tokens_in + run.tokens_out, run.cost_usd)
+        reason = budget_spent(run)
         if reason:
             budget_stop(run_id, reason)
             raise RunStopped(f"The run stopped because {reason}.")
@@ -113,7 +114,7 @@ def call_record(
             step_id=step_id,
         )
         run = Run.objects.get(pk=run_id)
-    reason = run_budget(run).overrun(run.tokens_in + run.tokens_out, run.cost_usd)
+    reason = budget_spent(run)
     if reason and not run.is_finished:
         budget_stop(run_id, reason)
     return row

@@ -44,9 +44,9 @@ def perform_once(
 ) -> tuple[str, bool]:
     """Perform an irreversible call unless its receipt says it was performed; return its result."""
     key = idempotency_key(run_id, step_id, call_key)
-    receipt, created = _claim(run_id, step_id, key, tool, arguments, Decision.RUN, authorized_by)
-    if approval is not None and created:
-        ToolReceipt.objects.filter(pk=receipt.pk).update(approval=approval)
+    receipt, created = _claim(
+        run_id, step_id, key, tool, arguments, Decision.RUN, authorized_by, approval
+    )
     if not created:
         return _reuse(receipt)
     content, is_error = call_tool(tool, arguments, dataclasses.replace(ctx, idempotency_key=key))
@@ -84,6 +84,7 @@ def _claim(
     arguments: dict[str, Any],
     decision: Decision,
     authorized_by: str,
+    approval: Approval | None = None,
 ) -> tuple[ToolReceipt, bool]:
     """The receipt for `key`, created in flight (and committed) if this is the first time."""
     try:
@@ -97,6 +98,7 @@ def _claim(
                 arguments=arguments,
                 decision=decision,
                 authorized_by=authorized_by,
+                approval=approval,
             )
             event_append(
                 run_id,
