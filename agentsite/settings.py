@@ -195,6 +195,10 @@ AGENTSITE_ROLE_MODELS = {
     role: os.environ.get(f"AGENTSITE_{role.upper()}_MODEL", "") for role in ROLES
 }
 AGENTSITE_MODEL_TIMEOUT_S = float(os.environ.get("AGENTSITE_MODEL_TIMEOUT_S", "120"))
+# Off, only the offline provider and model servers on this machine may be called (tests).
+AGENTSITE_ALLOW_MODEL_REQUESTS = _env_bool("AGENTSITE_ALLOW_MODEL_REQUESTS", default=True)
+# Each offline model call sleeps this long, to make its runs look like real ones (demos, bench).
+AGENTSITE_OFFLINE_LATENCY_S = float(os.environ.get("AGENTSITE_OFFLINE_LATENCY_S") or 0)
 # Retries with backoff on rate limits, overload, server errors and dropped connections.
 AGENTSITE_MODEL_MAX_RETRIES = int(os.environ.get("AGENTSITE_MODEL_MAX_RETRIES", "3"))
 

@@ -1,8 +1,23 @@
 """Settings for the test suite: the same as production's defaults, in their own var/test/ folder,
-so tests never share a database, a Redis socket or a Celery queue with a running `make run`."""
+so tests never share a database, a Redis socket or a Celery queue with a running `make run`.
+
+Whatever keys and model settings the developer's shell holds, tests (and every process they
+start, which load these settings too) plan and execute offline, and the provider factory
+refuses any model server that is not on this machine.
+"""
 
 import os
+import re
 from pathlib import Path
+
+# Model keys, endpoints and routes from the shell must change nothing in a test.
+MODEL_ENVIRONMENT = re.compile(
+    r"^(ANTHROPIC_.*|OPENAI_.*|AGENTSITE_PROVIDER|AGENTSITE_[A-Z]+_MODEL|AGENTSITE_PRICES"
+    r"|AGENTSITE_DEFAULT_BUDGET_.*)$"
+)
+for _name in [name for name in os.environ if MODEL_ENVIRONMENT.match(name)]:
+    del os.environ[_name]
+os.environ["AGENTSITE_ALLOW_MODEL_REQUESTS"] = "false"
 
 os.environ.setdefault(
     "AGENTSITE_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test")

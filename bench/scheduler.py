@@ -28,8 +28,8 @@ from planner_ui.core.plan import MAX_STEPS, ROLES
 from planner_ui.core.status import RunStatus
 from planner_ui.core.validation import validate_plan
 from planner_ui.models import ModelCall, PlanVersion, Run
-from planner_ui.providers import routes_for_run
 from planner_ui.services.events import event_append
+from planner_ui.services.providers import routes_for_run
 from planner_ui.services.runs import materialize_steps, run_approve_plan
 from planner_ui.tools import tool_names
 

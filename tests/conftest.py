@@ -62,13 +62,18 @@ def _database_url() -> str:
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
+    """The environment of a process a test starts: the test database and Redis, and no model
+    keys or routes from the developer's shell (settings_test drops them again on its side)."""
+    from agentsite.settings_test import MODEL_ENVIRONMENT
+
+    env = {name: value for name, value in os.environ.items() if not MODEL_ENVIRONMENT.match(name)}
     env.update(
         DJANGO_SETTINGS_MODULE="agentsite.settings_test",
         AGENTSITE_VAR_DIR=str(settings.VAR_DIR),
         DATABASE_URL=_database_url(),
         REDIS_URL=settings.REDIS_URL,
         PYTHONUNBUFFERED="1",
+        AGENTSITE_ALLOW_MODEL_REQUESTS="false",
     )
     env.update(extra)
     return env

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner_ui.providers.base import Message, ToolCall, ToolResult, Usage
+from planner_ui.core.messages import Message, ToolCall, ToolResult, Usage
 
 
 @dataclass

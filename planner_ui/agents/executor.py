@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from planner_ui.core.errors import StepFailed, ToolError
-from planner_ui.providers.base import ModelRequest, Provider, ToolCall, ToolResult, Usage
+from planner_ui.core.messages import ModelRequest, ToolCall, ToolResult, Usage
+from planner_ui.providers.base import Provider
 from planner_ui.tools import REGISTRY, Tool, ToolContext
 
 from .checkpoint import Checkpoint

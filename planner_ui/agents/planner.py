@@ -6,9 +6,10 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from planner_ui.core.errors import PlanValidationError, ReplyUnusable
+from planner_ui.core.messages import ModelRequest, ToolSpec, Usage
 from planner_ui.core.plan import Plan, plan_json_schema
 from planner_ui.core.validation import parse_plan_json, validate_plan
-from planner_ui.providers.base import ModelRequest, Provider, ToolSpec, Usage
+from planner_ui.providers.base import Provider
 
 from .executor import stop_reason_failure
 from .prompts import PLANNER_SYSTEM, planner_message, revision_message

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from html import escape
 
+from planner_ui.core.messages import ToolSpec
 from planner_ui.core.plan import MAX_STEPS, ROLES
-from planner_ui.providers.base import ToolSpec
 
 BASELINE_ROLE = "agent"
 

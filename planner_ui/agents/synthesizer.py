@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from planner_ui.core.errors import StepFailed
-from planner_ui.providers.base import ModelRequest, Provider
+from planner_ui.core.messages import ModelRequest
+from planner_ui.providers.base import Provider
 
 from .executor import LiveText, StepOutcome, stop_reason_failure
 from .prompts import SYNTHESIZER_SYSTEM, output_block, task_block

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from . import dag
+from .messages import Usage
 from .plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
-from .pricing import Price, TokenCounts, call_cost
+from .pricing import Price, call_cost
 
 # --- heuristics --------------------------------------------------------------------------------
 
@@ -191,11 +192,13 @@ def _estimate_step(step: StepShape, out_by_id: dict[str, int], routed: PricedRou
     if step_calls(step) == CALLS_WITH_TOOLS:
         # The answering call sees the first prompt again, the tool call and its result.
         calls = [
-            TokenCounts(input=prompt, output=TOOL_CALL_TOKENS),
-            TokenCounts(input=prompt + TOOL_CALL_TOKENS + TOOL_RESULT_TOKENS, output=answer),
+            Usage(input_tokens=prompt, output_tokens=TOOL_CALL_TOKENS),
+            Usage(
+                input_tokens=prompt + TOOL_CALL_TOKENS + TOOL_RESULT_TOKENS, output_tokens=answer
+            ),
         ]
     else:
-        calls = [TokenCounts(input=prompt, output=answer)]
+        calls = [Usage(input_tokens=prompt, output_tokens=answer)]
     # Priced call by call, as the accounting prices the actual ones.
     price = routed.price
     cost = sum((call_cost(c, price) for c in calls), Decimal(0)) if price is not None else None
@@ -203,7 +206,7 @@ def _estimate_step(step: StepShape, out_by_id: dict[str, int], routed: PricedRou
         step_id=step.id,
         model=routed.model,
         calls=len(calls),
-        tokens_in=sum(c.input for c in calls),
-        tokens_out=sum(c.output for c in calls),
+        tokens_in=sum(c.input_tokens for c in calls),
+        tokens_out=sum(c.output_tokens for c in calls),
         cost_usd=cost,
     )

@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from .errors import AgentError
+from .messages import Usage
 
 MILLION = Decimal(1_000_000)
 # Anthropic's multipliers for the 5-minute cache, used when a price names no cache rates.
@@ -29,16 +30,6 @@ class Price:
     output: Decimal
     cache_read: Decimal
     cache_write: Decimal
-
-
-@dataclass(frozen=True)
-class TokenCounts:
-    """A call's tokens; `input` counts every prompt token, the cache figures are parts of it."""
-
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
 
 
 def parse_price_table(data: Mapping[str, Any]) -> dict[str, Price]:
@@ -74,14 +65,14 @@ def price_for(table: Mapping[str, Price], provider: str, model: str) -> Price | 
     return None
 
 
-def call_cost(tokens: TokenCounts, price: Price) -> Decimal:
+def call_cost(usage: Usage, price: Price) -> Decimal:
     """The cost in USD, to the millionth of a dollar."""
-    uncached = max(tokens.input - tokens.cache_read - tokens.cache_write, 0)
+    uncached = max(usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens, 0)
     micro = (
         uncached * price.input
-        + tokens.cache_read * price.cache_read
-        + tokens.cache_write * price.cache_write
-        + tokens.output * price.output
+        + usage.cache_read_tokens * price.cache_read
+        + usage.cache_write_tokens * price.cache_write
+        + usage.output_tokens * price.output
     )
     return (micro / MILLION).quantize(Decimal("0.000001"))
 

@@ -1,20 +1,24 @@
 """The one small interface every model provider implements.
 
-Messages use a neutral shape so that nothing above a provider file knows a vendor's wire format:
-
-    {"role": "user", "content": "text"}
-    {"role": "assistant", "content": "text", "tool_calls": [ToolCall, ...]}
-    {"role": "tool", "results": [ToolResult, ...]}
+The message, request and reply types live in planner_ui.core.messages; they are re-exported here
+so that a provider file needs one import.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from planner_ui.core.errors import ProviderError
+from planner_ui.core.messages import (
+    Message,
+    ModelReply,
+    ModelRequest,
+    TextSink,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
 
 __all__ = [
     "Message",
@@ -28,78 +32,6 @@ __all__ = [
     "ToolSpec",
     "Usage",
 ]
-
-Message = dict[str, Any]
-
-# Receives a reply's text piece by piece while the model writes it (streaming providers).
-TextSink = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    # Set when the model's arguments could not be read (e.g. malformed JSON from a small local
-    # model): the executor answers with this error instead of running the tool.
-    parse_error: str = ""
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    tool_call_id: str
-    content: str
-    is_error: bool = False
-
-
-@dataclass(frozen=True)
-class Usage:
-    # Every prompt token, cached or not; the cache figures below are parts of it.
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cache_read_tokens + other.cache_read_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-        )
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-
-@dataclass(frozen=True)
-class ModelRequest:
-    system: str
-    messages: list[Message]
-    tools: list[ToolSpec] = field(default_factory=list)
-    # When set, the reply's text must be one JSON document matching this schema.
-    output_schema: dict[str, Any] | None = None
-    # Who is asking: "planner", "executor:<role>" or "synthesizer". Used for routing and
-    # accounting; the offline provider also uses it to know which part to play.
-    purpose: str = "executor"
-    max_tokens: int = 4096
-
-
-@dataclass(frozen=True)
-class ModelReply:
-    text: str
-    tool_calls: list[ToolCall]
-    stop_reason: str  # end_turn, tool_use, max_tokens, refusal, ...
-    usage: Usage
-    model: str
 
 
 class Provider(ABC):

@@ -110,7 +110,7 @@ def model_suggestions() -> list[str]:
     """Routes to offer in the submission form: the priced models and the configured ones."""
     from django.conf import settings
 
-    from planner_ui.providers import configured_routes
+    from planner_ui.services.providers import configured_routes
 
     suggestions = {"offline"}
     suggestions.update(key for key in settings.AGENTSITE_PRICES if not key.endswith(":*"))

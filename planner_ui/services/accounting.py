@@ -15,7 +15,7 @@ from django.db.models import F
 
 from planner_ui.core import pricing
 from planner_ui.core.errors import RunStopped
-from planner_ui.core.pricing import Price, TokenCounts
+from planner_ui.core.pricing import Price
 from planner_ui.core.routing import role_of
 from planner_ui.models import ModelCall, Run, Step
 from planner_ui.providers.base import Provider
@@ -65,10 +65,7 @@ def call_record(
     """Store one call and add it to the totals; stop the run if that spent its budget."""
     usage = call.usage
     price = price_of(call.provider, call.model, requested_model)
-    tokens = TokenCounts(
-        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens
-    )
-    cost = pricing.call_cost(tokens, price) if price is not None else None
+    cost = pricing.call_cost(usage, price) if price is not None else None
     bumps = {
         "tokens_in": F("tokens_in") + usage.input_tokens,
         "tokens_out": F("tokens_out") + usage.output_tokens,

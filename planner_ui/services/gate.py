@@ -8,8 +8,8 @@ from django.conf import settings
 from planner_ui.agents.executor import AwaitingApproval, ToolRunner, call_tool
 from planner_ui.core.effects import Decision
 from planner_ui.core.errors import RunStopped
+from planner_ui.core.messages import ToolCall
 from planner_ui.models import Approval, Run
-from planner_ui.providers.base import ToolCall
 from planner_ui.tools import Tool, ToolContext
 
 from . import outbox

@@ -9,12 +9,11 @@ from planner_ui.agents.planner import revise_plan
 from planner_ui.core.errors import AgentError, InvalidTransition
 from planner_ui.core.plan import Plan
 from planner_ui.models import PlanProposal, PlanVersion
-from planner_ui.providers import provider_for
 from planner_ui.tools import REGISTRY
 
-from .accounting import metered
 from .events import event_append
 from .plans import _lock_for_change, _save_version
+from .providers import run_provider
 from .queue import enqueue_on_commit
 
 MAX_NOTE_CHARS = 2000
@@ -48,7 +47,7 @@ def proposal_make(proposal_id: int) -> None:
     run = proposal.run
     current = run.plan_versions.get(number=proposal.base_version)
     try:
-        provider = metered(run.pk, "", provider_for("planner", run.routes))
+        provider = run_provider(run, "planner")
         result = revise_plan(
             provider,
             run.task,

@@ -23,11 +23,10 @@ from planner_ui.core.replan import gated_changes, merge_revision
 from planner_ui.core.status import StepStatus
 from planner_ui.core.validation import validate_plan
 from planner_ui.models import PlanProposal, PlanVersion, Run, Step
-from planner_ui.providers import provider_for
 from planner_ui.tools import REGISTRY, tool_names
 
-from .accounting import metered
 from .events import event_append
+from .providers import run_provider
 from .queue import enqueue_on_commit
 
 log = logging.getLogger(__name__)
@@ -79,7 +78,7 @@ def replan_make(run_id: int, failed_step_id: str) -> None:
     ]
     specs = [tool.spec() for tool in REGISTRY.values()]
     try:
-        provider = metered(run_id, "", provider_for("planner", run.routes))
+        provider = run_provider(run, "planner")
         message = replan_message(
             run.task, specs, current.model_dump_json(indent=2), done, failures, keep
         )

@@ -19,11 +19,10 @@ from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
 from planner_ui.core.routing import RouteError
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import PlanVersion, Run, Step
-from planner_ui.providers import provider_for, routes_for_run
 from planner_ui.tools import REGISTRY
 
-from .accounting import metered
 from .events import event_append
+from .providers import routes_for_run, run_provider
 from .queue import enqueue_on_commit
 
 log = logging.getLogger(__name__)
@@ -154,7 +153,7 @@ def run_plan(run_id: int) -> None:
     if run.status != RunStatus.PLANNING or run.plan_versions.exists():
         return  # a redelivered task: planning already happened
     try:
-        provider = metered(run_id, "", provider_for("planner", run.routes))
+        provider = run_provider(run, "planner")
         result = make_plan(provider, run.task, [tool.spec() for tool in REGISTRY.values()])
     except RunStopped:
         return  # the run failed with the reason already (its budget)

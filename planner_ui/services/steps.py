@@ -18,12 +18,11 @@ from planner_ui.core.errors import AgentError, RunStopped
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Approval, Run, Step
-from planner_ui.providers import provider_for
 
-from .accounting import metered
 from .approvals import approval_find, step_resume
 from .events import event_append
 from .gate import tool_context, tool_runner
+from .providers import run_provider
 from .queue import enqueue_on_commit
 from .replans import replan_start
 from .runs import run_finish_if_done
@@ -122,10 +121,10 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
     live_text = text_broadcaster(run_id, step_id)
     try:
         if step.step_id == SYNTHESIS_STEP_ID:
-            provider = metered(run_id, step_id, provider_for("synthesizer", run.routes))
+            provider = run_provider(run, "synthesizer", step_id)
             outcome = synthesize(provider, run.task, _context_for(step), live_text(1))
         else:
-            provider = metered(run_id, step_id, provider_for(f"executor:{step.role}", run.routes))
+            provider = run_provider(run, f"executor:{step.role}", step_id)
             tool_ctx = tool_context(run_id, step_id)
             outcome = run_step(
                 provider,

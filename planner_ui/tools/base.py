@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from planner_ui.core.effects import IRREVERSIBLE_EFFECTS, Effect
 from planner_ui.core.errors import ToolError
-from planner_ui.providers.base import ToolSpec
+from planner_ui.core.messages import ToolSpec
 
 
 @dataclass

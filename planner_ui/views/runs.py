@@ -20,9 +20,9 @@ from planner_ui.core.effects import PolicyMode
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.plan import ROLES, Plan
 from planner_ui.models import PlanProposal, Run
-from planner_ui.providers import provider_status, routes_for_run
 from planner_ui.selectors.approvals import run_approvals
 from planner_ui.selectors.estimate import run_estimate
+from planner_ui.selectors.providers import provider_status
 from planner_ui.selectors.runs import (
     run_get_for_user,
     run_graph,
@@ -31,6 +31,7 @@ from planner_ui.selectors.runs import (
 )
 from planner_ui.selectors.usage import model_suggestions, run_usage
 from planner_ui.services.plans import PlanConflict
+from planner_ui.services.providers import routes_for_run
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 from planner_ui.tools import REGISTRY, tool_names
 

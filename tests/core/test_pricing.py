@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from planner_ui.core.messages import Usage
 from planner_ui.core.pricing import (
     Budget,
     Price,
     PriceTableError,
-    TokenCounts,
     call_cost,
     dollars,
     parse_price_table,
@@ -49,7 +49,9 @@ def test_the_most_specific_price_wins() -> None:
 def test_a_call_costs_its_uncached_cached_and_output_tokens_at_their_rates() -> None:
     opus = TABLE["anthropic:claude-opus-5-5"]
     # 10,000 prompt tokens: 6,000 read from the cache, 1,000 written to it, 3,000 plain.
-    tokens = TokenCounts(input=10_000, output=2_000, cache_read=6_000, cache_write=1_000)
+    tokens = Usage(
+        input_tokens=10_000, output_tokens=2_000, cache_read_tokens=6_000, cache_write_tokens=1_000
+    )
     expected = (3_000 * 4 + 6_000 * Decimal("0.2") + 1_000 * 5 + 2_000 * 20) / Decimal(1_000_000)
     assert call_cost(tokens, opus) == expected.quantize(Decimal("0.000001"))
     assert call_cost(tokens, opus) == Decimal("0.058200")
@@ -60,8 +62,8 @@ def test_reading_the_cache_never_costs_more_than_sending_the_prompt_again(
     uncached: int, output: int, read: int
 ) -> None:
     price = TABLE["anthropic:claude-opus-5-5"]
-    cached = call_cost(TokenCounts(uncached + read, output, cache_read=read), price)
-    assert Decimal(0) <= cached <= call_cost(TokenCounts(uncached + read, output), price)
+    cached = call_cost(Usage(uncached + read, output, cache_read_tokens=read), price)
+    assert Decimal(0) <= cached <= call_cost(Usage(uncached + read, output), price)
 
 
 @pytest.mark.parametrize(

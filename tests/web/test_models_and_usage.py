@@ -126,7 +126,7 @@ def test_an_admin_key_is_stored_never_shown_and_kept_when_left_empty(admin_clien
 
 
 def test_an_admin_key_wins_over_the_environment(settings, make_user):
-    from planner_ui.providers import credentials
+    from planner_ui.services.providers import credentials
 
     settings.ANTHROPIC_API_KEY = "sk-env-key-0000000000"
     assert credentials("anthropic").source == "environment"

@@ -1,0 +1,40 @@
+"""What each model provider needs and has, for the submission form; keys only ever masked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner_ui.models import mask_key
+from planner_ui.services.providers import credentials
+
+
+@dataclass(frozen=True)
+class ProviderStatus:
+    name: str
+    title: str
+    ready: bool
+    detail: str
+
+
+def provider_status() -> list[ProviderStatus]:
+    anthropic = credentials("anthropic")
+    openai = credentials("openai")
+    return [
+        ProviderStatus("offline", "Offline", True, "built in, deterministic, free"),
+        ProviderStatus(
+            "anthropic",
+            "Anthropic",
+            bool(anthropic.api_key),
+            f"key {mask_key(anthropic.api_key)} from the {anthropic.source}"
+            if anthropic.api_key
+            else "no key: set ANTHROPIC_API_KEY or add one in the admin",
+        ),
+        ProviderStatus(
+            "openai",
+            "OpenAI-compatible",
+            bool(openai.base_url),
+            f"{openai.base_url} (from the {openai.source})"
+            if openai.base_url
+            else "no server: set OPENAI_BASE_URL, e.g. http://localhost:11434/v1 for Ollama",
+        ),
+    ]

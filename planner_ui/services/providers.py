@@ -1,0 +1,120 @@
+"""Which model serves which part of a run: routes from the settings and the person's choices,
+credentials from the admin or the environment, and the metered provider a part calls."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from planner_ui.core.errors import ProviderError
+from planner_ui.core.plan import ROLES
+from planner_ui.core.routing import Route, RouteError, resolve_routes, route_for
+from planner_ui.models import ProviderCredential, Run
+from planner_ui.providers import Connection, Provider, build_provider
+from planner_ui.providers.metered import MeteredProvider
+
+from .accounting import metered
+
+
+@dataclass(frozen=True)
+class Credentials:
+    api_key: str
+    base_url: str
+    # Where they came from, for the page that shows it: "admin", "environment" or "".
+    source: str
+
+
+def configured_routes() -> dict[str, str]:
+    """The routes the settings name; empty values fall through to the next in line."""
+    routes = {
+        "planner": settings.AGENTSITE_PLANNER_MODEL,
+        "executor": settings.AGENTSITE_EXECUTOR_MODEL,
+        "synthesizer": settings.AGENTSITE_SYNTHESIZER_MODEL,
+    }
+    for role, route in settings.AGENTSITE_ROLE_MODELS.items():
+        routes[f"executor:{role}"] = route
+    return routes
+
+
+def routes_for_run(
+    overrides: Mapping[str, str] | None = None, *, check: bool = True
+) -> dict[str, Route]:
+    """The full routing table of a new run: the settings, with the person's choices on top.
+
+    Raises RouteError when a route cannot be read or (with `check`) its provider is not set
+    up here.
+    """
+    routes = resolve_routes(
+        configured_routes(),
+        overrides or {},
+        default_provider=settings.AGENTSITE_PROVIDER,
+        roles=ROLES,
+    )
+    if check:
+        for route in set(routes.values()):
+            check_available(route)
+    return routes
+
+
+def credentials(provider: str) -> Credentials:
+    """An admin's stored credentials win over the environment's."""
+    stored = ProviderCredential.objects.filter(provider=provider).first()
+    env_key, env_url = {
+        "anthropic": (settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL),
+        "openai": (settings.OPENAI_API_KEY, settings.OPENAI_BASE_URL),
+    }.get(provider, ("", ""))
+    if stored is not None and (stored.api_key or stored.base_url):
+        return Credentials(stored.api_key or env_key, stored.base_url or env_url, "admin")
+    return Credentials(env_key, env_url, "environment" if env_key or env_url else "")
+
+
+def check_available(route: Route) -> None:
+    """Refuse a route this installation cannot serve, saying what to configure."""
+    if route.provider == "anthropic" and not credentials("anthropic").api_key:
+        raise RouteError(
+            f"{route.label} needs an Anthropic API key: set ANTHROPIC_API_KEY or add one in "
+            "the admin (Provider credentials)."
+        )
+    if route.provider == "openai" and not credentials("openai").base_url:
+        raise RouteError(
+            f"{route.label} needs an OpenAI-compatible server: set OPENAI_BASE_URL (e.g. "
+            "http://localhost:11434/v1 for Ollama) or add it in the admin."
+        )
+
+
+def provider_build(route: Route) -> Provider:
+    """A ready provider for one route, with this installation's credentials and limits."""
+    creds = credentials(route.provider) if route.provider != "offline" else None
+    connection = Connection(
+        api_key=creds.api_key if creds else "",
+        base_url=creds.base_url if creds else "",
+        timeout_s=settings.AGENTSITE_MODEL_TIMEOUT_S,
+        max_retries=settings.AGENTSITE_MODEL_MAX_RETRIES,
+    )
+    return build_provider(
+        route,
+        connection,
+        offline_latency_s=settings.AGENTSITE_OFFLINE_LATENCY_S,
+        allow_model_requests=settings.AGENTSITE_ALLOW_MODEL_REQUESTS,
+    )
+
+
+def provider_for(purpose: str, routes: Mapping[str, str] | None = None) -> Provider:
+    """The provider for 'planner', 'executor:<role>' or 'synthesizer' under a run's routes.
+
+    A run from before routes were stored (an empty table) uses the settings' routes.
+    """
+    try:
+        if not routes:
+            routes = {part: route.label for part, route in routes_for_run(check=False).items()}
+        route = route_for(routes, purpose, settings.AGENTSITE_PROVIDER)
+    except RouteError as exc:
+        raise ProviderError(str(exc)) from exc
+    return provider_build(route)
+
+
+def run_provider(run: Run, purpose: str, step_id: str = "") -> MeteredProvider:
+    """The provider a part of `run` calls, gated by the run's budget and every call recorded."""
+    return metered(run.pk, step_id, provider_for(purpose, run.routes))
