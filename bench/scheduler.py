@@ -29,8 +29,9 @@ from planner_ui.core.status import RunStatus
 from planner_ui.core.validation import validate_plan
 from planner_ui.models import ModelCall, PlanVersion, Run
 from planner_ui.services.events import event_append
+from planner_ui.services.plans import materialize_steps
 from planner_ui.services.providers import routes_for_run
-from planner_ui.services.runs import materialize_steps, run_approve_plan
+from planner_ui.services.runs import run_approve_plan
 from planner_ui.tools import tool_names
 
 from . import metrics, shapes

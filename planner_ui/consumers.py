@@ -1,4 +1,7 @@
-"""One WebSocket per run page: authorize, subscribe, replay what was missed, then forward."""
+"""One WebSocket per run page: authorize, subscribe, replay what was missed, then forward.
+
+Events reach a consumer already serialized (services.events publishes them once for every
+watcher), so forwarding one to fifty watchers costs fifty sends, not fifty encodings."""
 
 from __future__ import annotations
 
@@ -8,10 +11,10 @@ from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from planner_ui.selectors.approvals import pending_count
 from planner_ui.selectors.runs import events_after, run_user_can_watch
-from planner_ui.services.approvals import pending_count
 from planner_ui.services.events import run_group, user_group
 from planner_ui.services.streaming import live_text_snapshot
 
@@ -22,7 +25,25 @@ MAX_CLIENT_MESSAGE_CHARS = 1000
 REPLAY_BATCH = 500
 
 
-class RunConsumer(AsyncWebsocketConsumer):
+class _ClientMessages(AsyncJsonWebsocketConsumer):
+    """Reads what a browser sends as JSON, answering anything malformed with a clear error."""
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data is None or len(text_data) > MAX_CLIENT_MESSAGE_CHARS:
+            await self._error("messages must be JSON text of at most 1000 characters")
+            return
+        try:
+            message = await self.decode_json(text_data)
+        except json.JSONDecodeError:
+            await self._error("message is not valid JSON")
+            return
+        await self.receive_json(message)
+
+    async def _error(self, text: str) -> None:
+        await self.send_json({"type": "error", "error": text})
+
+
+class RunConsumer(_ClientMessages):
     async def connect(self) -> None:
         user = self.scope.get("user")
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
@@ -42,7 +63,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         # Then the text steps are writing now, from its start; pieces already queued for
         # this socket follow it, and their offsets let the page skip what it already has.
         for message in await sync_to_async(live_text_snapshot)(self.run_id):
-            await self.send(text_data=json.dumps({"type": "text", **message}))
+            await self.send_json({"type": "text", **message})
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "group", None):
@@ -62,56 +83,44 @@ class RunConsumer(AsyncWebsocketConsumer):
                 self.run_id, self.last_sent, REPLAY_BATCH
             )
             for event in batch:
-                await self._send_event(event)
+                if event["seq"] > self.last_sent:
+                    self.last_sent = event["seq"]
+                    await self.send_json({"type": "event", "event": event})
             if len(batch) < REPLAY_BATCH:
                 break
-        await self.send(text_data=json.dumps({"type": "replay.done", "seq": self.last_sent}))
-
-    async def _send_event(self, event: dict[str, Any]) -> None:
-        if event["seq"] <= self.last_sent:
-            return
-        self.last_sent = event["seq"]
-        await self.send(text_data=json.dumps({"type": "event", "event": event}))
+        await self.send_json({"type": "replay.done", "seq": self.last_sent})
 
     async def run_event(self, message: dict[str, Any]) -> None:
-        event = message["event"]
-        if event["seq"] > self.last_sent + 1:
+        seq = message["seq"]
+        if seq > self.last_sent + 1:
             # A gap: something was published before we subscribed; fetch it from the log.
             await self._replay(self.last_sent)
-        await self._send_event(event)
+        if seq <= self.last_sent:
+            return
+        self.last_sent = seq
+        await self.send(text_data=message["json"])
 
     async def run_text(self, message: dict[str, Any]) -> None:
         # Live text is not in the event log: it is sent as it comes, with no sequence number,
         # and a watcher that misses some sees the step's whole output when it finishes.
-        await self.send(text_data=json.dumps({"type": "text", **message["text"]}))
+        await self.send(text_data=message["json"])
 
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+    async def receive_json(self, message: Any, **kwargs: Any) -> None:
         """Clients may only ping or ask for a replay; anything else gets a clear error."""
-        if text_data is None or len(text_data) > MAX_CLIENT_MESSAGE_CHARS:
-            await self._error("messages must be JSON text of at most 1000 characters")
-            return
-        try:
-            message = json.loads(text_data)
-        except json.JSONDecodeError:
-            await self._error("message is not valid JSON")
-            return
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "ping":
-            await self.send(text_data=json.dumps({"type": "pong", "seq": self.last_sent}))
+            await self.send_json({"type": "pong", "seq": self.last_sent})
         elif kind == "replay":
             after = message.get("after")
-            if not isinstance(after, int) or after < 0:
+            if not isinstance(after, int) or isinstance(after, bool) or after < 0:
                 await self._error("'after' must be a non-negative integer")
                 return
             await self._replay(min(after, self.last_sent))
         else:
             await self._error("unknown message type; expected 'ping' or 'replay'")
 
-    async def _error(self, text: str) -> None:
-        await self.send(text_data=json.dumps({"type": "error", "error": text}))
 
-
-class InboxConsumer(AsyncWebsocketConsumer):
+class InboxConsumer(_ClientMessages):
     """The user's pending approvals count, pushed whenever one is requested or decided."""
 
     async def connect(self) -> None:
@@ -132,9 +141,9 @@ class InboxConsumer(AsyncWebsocketConsumer):
     async def user_notice(self, message: dict[str, Any]) -> None:
         await self._send_count()
 
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        await self.send(text_data=json.dumps({"type": "error", "error": "this socket only talks"}))
+    async def receive_json(self, message: Any, **kwargs: Any) -> None:
+        await self._error("this socket only talks")
 
     async def _send_count(self) -> None:
         count = await database_sync_to_async(pending_count)(self.user)
-        await self.send(text_data=json.dumps({"type": "approvals", "pending": count}))
+        await self.send_json({"type": "approvals", "pending": count})

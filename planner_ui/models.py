@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from planner_ui.core.effects import Decision, Effect, PolicyMode, ToolPolicy
 from planner_ui.core.pricing import Budget
-from planner_ui.core.status import RunStatus, StepStatus, check_run_transition
+from planner_ui.core.status import (
+    TERMINAL_RUN_STATUSES,
+    RunStatus,
+    StepStatus,
+    check_run_transition,
+    step_sources,
+)
 
 
 def _choices(enum: type) -> list[tuple[str, str]]:
@@ -121,18 +130,12 @@ class Run(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        return RunStatus(self.status) in {
-            RunStatus.SUCCEEDED,
-            RunStatus.FAILED,
-            RunStatus.CANCELLED,
-        }
+        return RunStatus(self.status) in TERMINAL_RUN_STATUSES
 
     @property
     def duration_s(self) -> float | None:
         if self.started_at is None:
             return None
-        from django.utils import timezone
-
         end = self.finished_at or timezone.now()
         return (end - self.started_at).total_seconds()
 
@@ -166,6 +169,14 @@ class PlanVersion(models.Model):
         super().save(*args, **kwargs)
 
 
+class StepQuerySet(models.QuerySet):
+    def move_to(self, status: str, *, only_from: Iterable[str] | None = None, **fields) -> int:
+        """Move the steps in this query that may go to `status` (core.status.STEP_TRANSITIONS,
+        narrowed to `only_from`) in one conditional UPDATE; returns how many moved."""
+        sources = step_sources(status, only_from)
+        return self.filter(status__in=sources).update(status=status, **fields)
+
+
 class Step(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
     step_id = models.CharField(max_length=40)
@@ -197,6 +208,8 @@ class Step(models.Model):
     cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = StepQuerySet.as_manager()
 
     class Meta:
         ordering = ["run", "position"]

@@ -7,6 +7,7 @@ urlpatterns = [
     path("runs/", runs.run_list, name="run_list"),
     path("runs/new/", runs.run_new, name="run_new"),
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
+    path("runs/<int:run_id>/steps/", runs.run_step_cards, name="run_step_cards"),
     path("runs/<int:run_id>/approve/", runs.run_approve, name="run_approve"),
     path("runs/<int:run_id>/cancel/", approvals.run_cancel_view, name="run_cancel"),
     path("runs/<int:run_id>/replan/", approvals.replan_decide_view, name="replan_decide"),

@@ -50,3 +50,16 @@ class RunStopped(AgentError):
 
 class ReplyUnusable(AgentError):
     """A model's reply cannot be used: it refused, was cut off or ran out of context."""
+
+
+class PlanConflict(AgentError):
+    """The plan changed since the person loaded it; `current` is the version to show instead."""
+
+    def __init__(self, base: int, current: int) -> None:
+        self.base = base
+        self.current = current
+        super().__init__(
+            f"The plan changed since you opened it: you edited version {base}, but version "
+            f"{current} is the current one now. Your change was not applied; here is the "
+            "current plan."
+        )

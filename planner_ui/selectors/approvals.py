@@ -11,6 +11,19 @@ from planner_ui.models import Approval, Run
 RECENTLY_DECIDED = 20
 
 
+def pending_count(user: AbstractBaseUser) -> int:
+    return Approval.objects.filter(run__owner=user, state=Approval.State.PENDING).count()
+
+
+def approval_get_for_user(user: AbstractBaseUser, approval_id: int) -> Approval | None:
+    """One approval request of the user's runs, with its run; None for anyone else's."""
+    return (
+        Approval.objects.select_related("run", "decided_by")
+        .filter(pk=approval_id, run__owner=user)
+        .first()
+    )
+
+
 def inbox_for_user(user: AbstractBaseUser) -> dict[str, Any]:
     mine = Approval.objects.filter(run__owner=user).select_related("run", "decided_by")
     return {

@@ -6,6 +6,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
+from planner_ui.core.events import EventType
+from planner_ui.core.plan import Plan
+from planner_ui.core.replan import changed_steps
 from planner_ui.models import Run, RunEvent
 from planner_ui.tools import REGISTRY
 
@@ -30,10 +33,15 @@ def events_after(run_id: int, seq: int, limit: int = 1000) -> list[dict[str, Any
     return [e.as_message() for e in events]
 
 
-def tool_calls_by_step(run: Run) -> dict[str, list[dict[str, Any]]]:
-    """Each step's tool calls and results, in order, from the event log."""
+def tool_calls_by_step(
+    run: Run, step_ids: list[str] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Each step's tool calls and results (of `step_ids`, or all), in order, from the log."""
     calls: dict[str, list[dict[str, Any]]] = {}
-    events = run.events.filter(type__in=["step.tool_call", "step.tool_result"]).order_by("seq")
+    events = run.events.filter(type__in=[EventType.STEP_TOOL_CALL, EventType.STEP_TOOL_RESULT])
+    if step_ids is not None:
+        events = events.filter(step_id__in=step_ids)
+    events = events.order_by("seq")
     for event in events:
         calls.setdefault(event.step_id, []).append({"type": event.type, **event.payload})
     return calls
@@ -80,9 +88,6 @@ def _revised_by_replanner(run: Run) -> dict[str, str]:
     versions = list(run.plan_versions.order_by("-number")[:2])
     if len(versions) < 2 or versions[0].author != "replanner":
         return {}
-    from planner_ui.core.plan import Plan
-    from planner_ui.core.replan import changed_steps
-
     latest, before = versions
     changed = changed_steps(
         Plan.model_validate(before.plan), Plan.model_validate(latest.plan), set()

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from django.conf import settings
 from django.db.models import Count, Q, Sum
 
 from planner_ui.core.routing import EXECUTOR, PLANNER, SYNTHESIZER
 from planner_ui.models import Run
+from planner_ui.services.providers import configured_routes
 
 # The order roles appear in: the plan's life from first call to last.
 _ROLE_ORDER = (PLANNER, "researcher", "coder", "critic", "writer", SYNTHESIZER)
@@ -108,10 +110,6 @@ def _routes(run: Run) -> list[tuple[str, str]]:
 
 def model_suggestions() -> list[str]:
     """Routes to offer in the submission form: the priced models and the configured ones."""
-    from django.conf import settings
-
-    from planner_ui.services.providers import configured_routes
-
     suggestions = {"offline"}
     suggestions.update(key for key in settings.AGENTSITE_PRICES if not key.endswith(":*"))
     suggestions.update(route for route in configured_routes().values() if route)

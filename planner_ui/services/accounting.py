@@ -22,6 +22,7 @@ from planner_ui.providers.base import Provider
 from planner_ui.providers.metered import CallRecord, MeteredProvider
 
 from .events import event_append
+from .scheduler import run_fail
 
 
 def price_table() -> dict[str, Price]:
@@ -119,6 +120,4 @@ def call_record(
 
 def budget_stop(run_id: int, reason: str) -> None:
     """Fail the run with the budget as its reason; running steps stop at their next call."""
-    from .runs import run_fail
-
     run_fail(run_id, f"Stopped because {reason}. Completed steps keep their outputs.")

@@ -12,15 +12,14 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from planner_ui.core.errors import AgentError, ToolError
-from planner_ui.core.status import StepStatus
-from planner_ui.models import Approval, Run, Step
-from planner_ui.tools import Tool
+from planner_ui.models import Approval
+from planner_ui.tools import Tool, get_tool
 
-from .events import event_append, user_broadcast
+from .events import event_append, owner_notify
+from .scheduler import step_resume
 
 MAX_ARGUMENTS_CHARS = 20_000
 
@@ -56,22 +55,24 @@ def approval_request(
                 },
                 step_id=step_id,
             )
-            _notify_owner(run_id)
+            owner_notify(run_id)
     return approval
 
 
 def approval_decide(
     *,
     user: AbstractBaseUser,
-    approval_id: int,
+    approval: Approval,
     approve: bool,
     arguments_json: str | None = None,
     reason: str = "",
 ) -> Approval:
-    """Approve (optionally with edited arguments) or reject a pending call of the user's run."""
-    from planner_ui.tools import get_tool
+    """Approve (optionally with edited arguments) or reject a pending call of the user's run.
 
-    approval = get_object_or_404(Approval, pk=approval_id, run__owner=user)
+    `approval` is the row the caller fetched for this user (selectors.approvals
+    approval_get_for_user); the decision itself is a conditional UPDATE from pending."""
+    if approval.run.owner_id != user.pk:
+        raise ApprovalRefused("This request is not yours to decide: it belongs to another run.")
     arguments = None
     if approve and arguments_json is not None and arguments_json.strip():
         arguments = _edited_arguments(get_tool(approval.tool), arguments_json)
@@ -84,7 +85,8 @@ def approval_decide(
             decided_by=user,
             decided_at=timezone.now(),
         )
-        approval.refresh_from_db()
+        # Read back fresh rather than into the caller's object, which other threads may share.
+        approval = Approval.objects.select_related("decided_by").get(pk=approval.pk)
         if not decided:
             raise ApprovalRefused(_already(approval, approve))
         event_append(
@@ -101,38 +103,8 @@ def approval_decide(
             step_id=approval.step_id,
         )
         step_resume(approval.run_id, approval.step_id)
-        _notify_owner(approval.run_id)
+        owner_notify(approval.run_id)
     return approval
-
-
-def approvals_withdraw(run_id: int, reason: str) -> int:
-    """Withdraw every pending approval of a run that ended; returns how many."""
-    count = Approval.objects.filter(run_id=run_id, state=Approval.State.PENDING).update(
-        state=Approval.State.WITHDRAWN, reason=reason, decided_at=timezone.now()
-    )
-    if count:
-        event_append(run_id, "approval.withdrawn", {"count": count, "reason": reason})
-        _notify_owner(run_id)
-    return count
-
-
-def pending_count(user: AbstractBaseUser) -> int:
-    return Approval.objects.filter(run__owner=user, state=Approval.State.PENDING).count()
-
-
-def step_resume(run_id: int, step_id: str) -> bool:
-    """Queue a step that waited for a decision; it carries on from its checkpoint."""
-    from planner_ui.tasks import execute_step
-
-    from .queue import enqueue_on_commit
-
-    if not Step.objects.filter(run_id=run_id, step_id=step_id, status=StepStatus.WAITING).update(
-        status=StepStatus.QUEUED
-    ):
-        return False  # not waiting (the run ended, or it was resumed already)
-    event_append(run_id, "step.queued", {"resumed": True}, step_id=step_id)
-    enqueue_on_commit(run_id, execute_step, run_id, step_id)
-    return True
 
 
 def _edited_arguments(tool: Tool, text: str) -> dict[str, Any]:
@@ -164,9 +136,3 @@ def _already(approval: Approval, approve: bool) -> str:
         f"This request was already {approval.state} by {who} at {when}, "
         f"so it cannot be {wanted} now."
     )
-
-
-def _notify_owner(run_id: int) -> None:
-    owner_id = Run.objects.filter(pk=run_id).values_list("owner_id", flat=True).first()
-    if owner_id is not None:
-        transaction.on_commit(lambda: user_broadcast(owner_id, {"type": "approvals.changed"}))

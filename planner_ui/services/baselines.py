@@ -15,14 +15,13 @@ from planner_ui.models import PlanVersion, Run, Step
 from planner_ui.tools import tool_names
 
 from .events import event_append
+from .scheduler import dispatch_ready
 
 BASELINE_STEP_ID = "agent"
 
 
 def baseline_create(run: Run, user: AbstractBaseUser) -> Run:
     """Start the baseline of `run`: its task, models, policy and budget, run by one agent."""
-    from .steps import dispatch_ready_steps
-
     original = run.baseline_of or run  # the baseline of a baseline is the original's
     plan = {
         "goal": "The whole task, by one agent",
@@ -76,7 +75,7 @@ def baseline_create(run: Run, user: AbstractBaseUser) -> Run:
         event_append(
             baseline.pk, "baseline.started", {"of": original.pk, "max_iterations": max_iterations()}
         )
-        dispatch_ready_steps(baseline)
+        dispatch_ready(baseline)
     return baseline
 
 

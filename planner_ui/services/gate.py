@@ -14,6 +14,7 @@ from planner_ui.tools import Tool, ToolContext
 
 from . import outbox
 from .approvals import approval_find, approval_request
+from .mail import mail_send
 
 
 def tool_context(run_id: int, step_id: str) -> ToolContext:
@@ -24,6 +25,7 @@ def tool_context(run_id: int, step_id: str) -> ToolContext:
         step_id=step_id,
         workspace=workspace,
         settings=dict(settings.AGENTSITE_TOOL_SETTINGS),
+        mailer=mail_send,
     )
 
 

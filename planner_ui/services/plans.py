@@ -9,29 +9,52 @@ import json
 
 from django.db import transaction
 
+from planner_ui.core import dag
 from planner_ui.core.edits import Edit, apply_edit, describe_edit
-from planner_ui.core.errors import AgentError, InvalidTransition, PlanValidationError
-from planner_ui.core.plan import Plan
+from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
+from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
 from planner_ui.core.status import RunStatus
 from planner_ui.core.validation import parse_plan_json, validate_plan
-from planner_ui.models import PlanVersion, Run
+from planner_ui.models import PlanVersion, Run, Step
 from planner_ui.tools import tool_names
 
 from .events import event_append
-from .runs import materialize_steps
+
+__all__ = [
+    "PlanConflict",
+    "materialize_steps",
+    "plan_edit",
+    "plan_export",
+    "plan_import",
+    "plan_undo",
+]
 
 
-class PlanConflict(AgentError):
-    """The plan changed since the person loaded it; `current` is the version to show instead."""
-
-    def __init__(self, base: int, current: int) -> None:
-        self.base = base
-        self.current = current
-        super().__init__(
-            f"The plan changed since you opened it: you edited version {base}, but version "
-            f"{current} is the current one now. Your change was not applied; here is the "
-            "current plan."
+def materialize_steps(run: Run, plan: Plan) -> None:
+    """Materialize the plan's steps, plus the synthesizer that joins the plan's last steps."""
+    run.steps.all().delete()
+    deps = plan.dependencies()
+    for position, step in enumerate(plan.steps):
+        Step.objects.create(
+            run=run,
+            step_id=step.id,
+            position=position,
+            title=step.title,
+            instruction=step.instruction,
+            role=step.role,
+            tools=step.tools,
+            depends_on=step.depends_on,
         )
+    Step.objects.create(
+        run=run,
+        step_id=SYNTHESIS_STEP_ID,
+        position=len(plan.steps),
+        title="Assemble the deliverable",
+        instruction="Combine the outputs of the plan into the final deliverable for the task.",
+        role=SYNTHESIZER_ROLE,
+        tools=[],
+        depends_on=dag.sinks(deps),
+    )
 
 
 def _lock_for_change(run_id: int, base_version: int) -> tuple[Run, PlanVersion]:

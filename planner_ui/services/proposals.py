@@ -14,7 +14,7 @@ from planner_ui.tools import REGISTRY
 from .events import event_append
 from .plans import _lock_for_change, _save_version
 from .providers import run_provider
-from .queue import enqueue_on_commit
+from .scheduler import revision_enqueue
 
 MAX_NOTE_CHARS = 2000
 
@@ -27,15 +27,13 @@ def proposal_request(*, run_id: int, base_version: int, note: str) -> PlanPropos
         raise InvalidTransition(
             f"The request is {len(note)} characters long; at most {MAX_NOTE_CHARS} are allowed."
         )
-    from planner_ui.tasks import revise_plan_task
-
     with transaction.atomic():
         run, current = _lock_for_change(run_id, base_version)
         if run.proposals.filter(state=PlanProposal.State.PENDING).exists():
             raise InvalidTransition("The planner is already working on a revision.")
         proposal = PlanProposal.objects.create(run=run, base_version=current.number, note=note)
         event_append(run_id, "plan.revision_requested", {"proposal": proposal.pk, "note": note})
-        enqueue_on_commit(run_id, revise_plan_task, proposal.pk)
+        revision_enqueue(run_id, proposal.pk)
     return proposal
 
 

@@ -20,45 +20,16 @@ from planner_ui.core import dag
 from planner_ui.core.errors import AgentError, InvalidTransition, PlanValidationError
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, Plan
 from planner_ui.core.replan import gated_changes, merge_revision
-from planner_ui.core.status import StepStatus
+from planner_ui.core.status import KEPT_BY_REPLAN, StepStatus
 from planner_ui.core.validation import validate_plan
 from planner_ui.models import PlanProposal, PlanVersion, Run, Step
 from planner_ui.tools import REGISTRY, tool_names
 
 from .events import event_append
 from .providers import run_provider
-from .queue import enqueue_on_commit
+from .scheduler import dispatch_ready, run_fail, run_finish_if_done
 
 log = logging.getLogger(__name__)
-
-# Done or under way: a revision keeps these exactly as they are.
-KEPT = (StepStatus.SUCCEEDED, StepStatus.RUNNING, StepStatus.QUEUED, StepStatus.WAITING)
-
-
-def replan_start(run: Run, step: Step) -> bool:
-    """After `step` failed: start re-planning if the run allows it. Caller holds the run lock.
-
-    Returns False when the run does not re-plan (off, or its cap reached); the caller then
-    fails what is left as before."""
-    from planner_ui.tasks import replan_task
-
-    if run.replan_mode == Run.Replan.OFF:
-        return False
-    if run.replanning:
-        return True  # one revision at a time; it will see this failure too
-    if run.replans >= run.max_replans:
-        event_append(
-            run.pk,
-            "plan.replan_cap",
-            {"replans": run.replans, "cap": run.max_replans},
-            step_id=step.step_id,
-        )
-        return False
-    run.replanning = True
-    run.save(update_fields=["replanning"])
-    event_append(run.pk, "plan.replanning", {"error": step.error}, step_id=step.step_id)
-    enqueue_on_commit(run.pk, replan_task, run.pk, step.step_id)
-    return True
 
 
 def replan_make(run_id: int, failed_step_id: str) -> None:
@@ -69,7 +40,7 @@ def replan_make(run_id: int, failed_step_id: str) -> None:
     version = run.plan_versions.order_by("-number").first()
     current = Plan.model_validate(version.plan)
     steps = {s.step_id: s for s in run.steps.all() if s.step_id != SYNTHESIS_STEP_ID}
-    keep = {sid for sid, s in steps.items() if s.status in KEPT}
+    keep = {sid for sid, s in steps.items() if s.status in KEPT_BY_REPLAN}
     failures = [
         (s.step_id, s.title, s.error) for s in steps.values() if s.status == StepStatus.FAILED
     ]
@@ -124,7 +95,7 @@ def replan_make(run_id: int, failed_step_id: str) -> None:
 def replan_accept(*, user: AbstractBaseUser, run_id: int, proposal_id: int) -> PlanVersion:
     with transaction.atomic():
         run, proposal = _lock_proposal(user, run_id, proposal_id)
-        keep = {s.step_id for s in run.steps.all() if s.status in KEPT}
+        keep = {s.step_id for s in run.steps.all() if s.status in KEPT_BY_REPLAN}
         plan = Plan.model_validate(proposal.plan)
         proposal.state, proposal.decided_at = PlanProposal.State.ACCEPTED, timezone.now()
         proposal.save(update_fields=["state", "decided_at"])
@@ -155,9 +126,6 @@ def _lock_proposal(user: AbstractBaseUser, run_id: int, proposal_id: int):
 
 def _apply(run: Run, plan: Plan, note: str, keep: set[str]) -> PlanVersion:
     """Adopt a revision: a new version, the steps not kept re-made, dispatch resumed."""
-    from .runs import run_finish_if_done
-    from .steps import dispatch_ready_steps
-
     number = run.plan_versions.order_by("-number").values_list("number", flat=True).first() + 1
     version = PlanVersion.objects.create(
         run=run,
@@ -174,7 +142,7 @@ def _apply(run: Run, plan: Plan, note: str, keep: set[str]) -> PlanVersion:
         "plan.version",
         {"number": number, "author": version.author, "note": note, "steps": len(plan.steps)},
     )
-    dispatch_ready_steps(run)
+    dispatch_ready(run)
     run_finish_if_done(run)
     return version
 
@@ -230,8 +198,6 @@ def _rematerialize(run: Run, plan: Plan, keep: set[str], number: int) -> None:
 
 def _give_up(run_id: int, failed_step_id: str, reason: str) -> None:
     """No revision: fail what is left and the run, with the reason (run_fail ends the re-plan)."""
-    from .runs import run_fail
-
     failed = ", ".join(
         f"'{s.step_id}' ({s.error[:200]})"
         for s in Step.objects.filter(run_id=run_id, status=StepStatus.FAILED)

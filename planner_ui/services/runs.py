@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from decimal import Decimal
+from collections.abc import Sequence
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -12,18 +11,18 @@ from django.db import transaction
 from django.utils import timezone
 
 from planner_ui.agents.planner import make_plan
-from planner_ui.core import dag
 from planner_ui.core.effects import PolicyMode, ToolPolicy
-from planner_ui.core.errors import AgentError, InvalidTransition, RunStopped
-from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
+from planner_ui.core.errors import AgentError, InvalidTransition, PlanConflict, RunStopped
 from planner_ui.core.routing import RouteError
-from planner_ui.core.status import RunStatus, StepStatus
-from planner_ui.models import PlanVersion, Run, Step
+from planner_ui.core.run_options import RunOptions
+from planner_ui.core.status import RunStatus
+from planner_ui.models import PlanVersion, Run
 from planner_ui.tools import REGISTRY
 
 from .events import event_append
+from .plans import materialize_steps
 from .providers import routes_for_run, run_provider
-from .queue import enqueue_on_commit
+from .scheduler import dispatch_ready, plan_enqueue, run_end, run_fail
 
 log = logging.getLogger(__name__)
 
@@ -32,19 +31,7 @@ class RunInputError(AgentError):
     """A person's input for a run was refused; the message says why."""
 
 
-def run_create(
-    *,
-    owner: AbstractBaseUser,
-    task: str,
-    auto_approve: bool = False,
-    routes: Mapping[str, str] | None = None,
-    budget_tokens: int | None = None,
-    budget_usd: Decimal | None = None,
-    tool_policy: str = PolicyMode.ASK,
-    auto_tools: Sequence[str] = (),
-    replan_mode: str | None = None,
-    max_replans: int | None = None,
-) -> Run:
+def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
     """Create a run and queue its planning.
 
     `tool_policy` says what happens to irreversible tool calls: "ask" a person each time,
@@ -54,7 +41,8 @@ def run_create(
     "executor:<role>", "synthesizer"); the rest come from the settings. The whole table is
     stored with the run, so every worker serves it with the same models.
     """
-    task = task.strip()
+    task = options.task.strip()
+    budget_tokens, budget_usd = options.budget_tokens, options.budget_usd
     if not task:
         raise RunInputError("Describe the task: it is empty.")
     limit = settings.AGENTSITE_MAX_TASK_CHARS
@@ -67,25 +55,24 @@ def run_create(
     if budget_usd is not None and budget_usd <= 0:
         raise RunInputError("A budget in USD must be more than 0.")
     try:
-        table = routes_for_run(routes)
+        table = routes_for_run(options.routes)
     except RouteError as exc:
         raise RunInputError(str(exc)) from exc
-    policy = _policy(tool_policy, auto_tools)
-    replan_mode = replan_mode or settings.AGENTSITE_REPLAN_MODE
+    policy = _policy(options.tool_policy, options.auto_tools)
+    replan_mode = options.replan_mode or settings.AGENTSITE_REPLAN_MODE
     if replan_mode not in Run.Replan.values:
         raise RunInputError(
             f"Unknown re-planning setting {replan_mode!r}; use {', '.join(Run.Replan.values)}."
         )
+    max_replans = options.max_replans
     max_replans = settings.AGENTSITE_MAX_REPLANS if max_replans is None else max_replans
     if not 0 <= max_replans <= 10:
         raise RunInputError("Re-plans per run must be between 0 and 10.")
-    from planner_ui.tasks import plan_run
-
     with transaction.atomic():
         run = Run.objects.create(
             owner=owner,
             task=task,
-            auto_approve=auto_approve,
+            auto_approve=options.auto_approve,
             routes={part: route.label for part, route in table.items()},
             executor_model=table["executor"].label,
             budget_tokens=budget_tokens,
@@ -96,7 +83,7 @@ def run_create(
             max_replans=max_replans,
         )
         event_append(run.pk, "run.status", {"status": run.status})
-        enqueue_on_commit(run.pk, plan_run, run.pk)
+        plan_enqueue(run)
     return run
 
 
@@ -118,33 +105,6 @@ def _policy(mode: str, auto_tools: Sequence[str]) -> ToolPolicy:
     if policy.mode is PolicyMode.AUTO and not policy.auto_tools:
         raise RunInputError("Choose the tools to run without asking, or ask for every call.")
     return policy
-
-
-def materialize_steps(run: Run, plan: Plan) -> None:
-    """Materialize the plan's steps, plus the synthesizer that joins the plan's last steps."""
-    run.steps.all().delete()
-    deps = plan.dependencies()
-    for position, step in enumerate(plan.steps):
-        Step.objects.create(
-            run=run,
-            step_id=step.id,
-            position=position,
-            title=step.title,
-            instruction=step.instruction,
-            role=step.role,
-            tools=step.tools,
-            depends_on=step.depends_on,
-        )
-    Step.objects.create(
-        run=run,
-        step_id=SYNTHESIS_STEP_ID,
-        position=len(plan.steps),
-        title="Assemble the deliverable",
-        instruction="Combine the outputs of the plan into the final deliverable for the task.",
-        role=SYNTHESIZER_ROLE,
-        tools=[],
-        depends_on=dag.sinks(deps),
-    )
 
 
 def run_plan(run_id: int) -> None:
@@ -171,7 +131,11 @@ def run_plan(run_id: int) -> None:
         if result.plan is None:
             run.save()
             errors = "; ".join(result.errors)
-            run_fail(run_id, f"The planner's plan was invalid twice, so nothing ran: {errors}")
+            run_end(
+                run,
+                RunStatus.FAILED,
+                f"The planner's plan was invalid twice, so nothing ran: {errors}",
+            )
             return
         version = PlanVersion.objects.create(
             run=run, number=1, author=PlanVersion.Author.PLANNER, plan=result.plan.model_dump()
@@ -199,9 +163,6 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
 
     With `version_number`, approve exactly that version: if the plan changed since the person
     looked at it, the approval is refused instead of running something they did not see."""
-    from .plans import PlanConflict
-    from .steps import dispatch_ready_steps
-
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.status != RunStatus.AWAITING_PLAN_APPROVAL:
@@ -217,15 +178,8 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
         run.save()
         event_append(run_id, "plan.approved", {"number": version.number})
         event_append(run_id, "run.status", {"status": run.status})
-        dispatch_ready_steps(run)
+        dispatch_ready(run)
     return run
-
-
-def run_fail(run_id: int, error: str) -> None:
-    with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        if not run.is_finished:
-            _end(run, RunStatus.FAILED, error)
 
 
 def run_cancel(run_id: int, user: AbstractBaseUser) -> Run:
@@ -237,48 +191,5 @@ def run_cancel(run_id: int, user: AbstractBaseUser) -> Run:
             raise InvalidTransition(
                 f"This run is already {run.get_status_display()}, so it cannot be cancelled."
             )
-        _end(run, RunStatus.CANCELLED, f"Cancelled by {user.get_username()}.")
+        run_end(run, RunStatus.CANCELLED, f"Cancelled by {user.get_username()}.")
     return run
-
-
-def _end(run: Run, status: RunStatus, reason: str) -> None:
-    """End a run early. Caller holds the lock.
-
-    What has not started is skipped (queued tasks find the run over and do nothing), pending
-    approvals are withdrawn, a re-plan in progress is abandoned, and a running step stops at
-    its next call and records why."""
-    from .approvals import approvals_withdraw
-
-    run.move_to(status)
-    run.error = reason
-    run.finished_at = timezone.now()
-    run.replanning = False
-    run.save()
-    run.steps.filter(status__in=[StepStatus.PENDING, StepStatus.QUEUED, StepStatus.WAITING]).update(
-        status=StepStatus.SKIPPED, error=f"not run: {reason}"
-    )
-    approvals_withdraw(run.pk, reason)
-    event_append(run.pk, "run.status", {"status": run.status, "error": reason})
-
-
-def run_finish_if_done(run: Run) -> None:
-    """Close a running run once no step is pending, queued or running. Caller holds the lock."""
-    if run.replanning:
-        return  # a revision may add steps
-    steps = list(run.steps.all())
-    active = (StepStatus.PENDING, StepStatus.QUEUED, StepStatus.RUNNING, StepStatus.WAITING)
-    if any(s.status in active for s in steps):
-        return
-    failed = [s for s in steps if s.status == StepStatus.FAILED]
-    run.finished_at = timezone.now()
-    if failed:
-        run.move_to(RunStatus.FAILED)
-        run.error = "; ".join(f"step '{s.step_id}' failed: {s.error}" for s in failed)
-    else:
-        run.move_to(RunStatus.SUCCEEDED)
-        synthesis = next((s for s in steps if s.step_id == SYNTHESIS_STEP_ID), None)
-        # A baseline has no synthesizer: its one agent's answer is the deliverable.
-        last = synthesis or (steps[-1] if len(steps) == 1 else None)
-        run.result = last.output if last else ""
-    run.save()
-    event_append(run.pk, "run.status", {"status": run.status, "error": run.error})

@@ -13,44 +13,19 @@ from django.utils import timezone
 from planner_ui.agents.checkpoint import Checkpoint
 from planner_ui.agents.executor import StepOutcome, StepPaused, StepSpec, run_step
 from planner_ui.agents.synthesizer import synthesize
-from planner_ui.core import dag
 from planner_ui.core.errors import AgentError, RunStopped
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Approval, Run, Step
 
-from .approvals import approval_find, step_resume
+from .approvals import approval_find
 from .events import event_append
 from .gate import tool_context, tool_runner
 from .providers import run_provider
-from .queue import enqueue_on_commit
-from .replans import replan_start
-from .runs import run_finish_if_done
+from .scheduler import step_resume, step_settled
 from .streaming import live_text_clear, text_broadcaster
 
 log = logging.getLogger(__name__)
-
-
-def dispatch_ready_steps(run: Run) -> list[str]:
-    """Queue every pending step whose dependencies all succeeded. Caller holds the run lock."""
-    from planner_ui.tasks import execute_step
-
-    if run.replanning:
-        return []  # the plan is being revised: what is left may change
-
-    steps = list(run.steps.all())
-    deps = {s.step_id: s.depends_on for s in steps}
-    done = [s.step_id for s in steps if s.status == StepStatus.SUCCEEDED]
-    started = [s.step_id for s in steps if s.status != StepStatus.PENDING]
-    ready = dag.ready_steps(deps, done, started)
-    for step_id in ready:
-        # Conditional, so two finishing parents can never queue the same child twice.
-        if Step.objects.filter(run=run, step_id=step_id, status=StepStatus.PENDING).update(
-            status=StepStatus.QUEUED
-        ):
-            event_append(run.pk, "step.queued", step_id=step_id)
-            enqueue_on_commit(run.pk, execute_step, run.pk, step_id)
-    return ready
 
 
 class StepBusy(Exception):  # noqa: N818 - a state, not an error
@@ -75,8 +50,8 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
         if run.status != RunStatus.RUNNING:
             return None
         now = timezone.now()
-        claimed = Step.objects.filter(claimable, run=run, step_id=step_id).update(
-            status=StepStatus.RUNNING,
+        claimed = Step.objects.filter(claimable, run=run, step_id=step_id).move_to(
+            StepStatus.RUNNING,
             attempts=F("attempts") + 1,
             started_at=now,
             heartbeat_at=now,
@@ -166,9 +141,11 @@ def step_pause(run_id: int, step_id: str, paused: StepPaused) -> None:
     """Park a step before a call that waits for a person; it holds no worker meanwhile."""
     with transaction.atomic():
         Run.objects.select_for_update().get(pk=run_id)
-        moved = Step.objects.filter(
-            run_id=run_id, step_id=step_id, status=StepStatus.RUNNING
-        ).update(status=StepStatus.WAITING, checkpoint=paused.checkpoint.to_json())
+        moved = Step.objects.filter(run_id=run_id, step_id=step_id).move_to(
+            StepStatus.WAITING,
+            only_from={StepStatus.RUNNING},
+            checkpoint=paused.checkpoint.to_json(),
+        )
         live_text_clear(run_id, step_id)
         if moved:
             event_append(
@@ -233,19 +210,4 @@ def step_finish(
             event_append(run_id, "step.skipped", {"reason": error}, step_id=step_id)
         else:
             event_append(run_id, "step.failed", {"error": error}, step_id=step_id)
-        if run.status != RunStatus.RUNNING:
-            return
-        if step.status == StepStatus.SUCCEEDED:
-            dispatch_ready_steps(run)
-        elif step.status == StepStatus.FAILED and replan_start(run, step):
-            return  # the revision decides what happens to the steps that are left
-        else:
-            # No re-planning: nothing new starts, running branches finish, the run fails.
-            for skipped in run.steps.filter(status=StepStatus.PENDING):
-                skipped.status = StepStatus.SKIPPED
-                skipped.error = f"not run because step '{step_id}' failed"
-                skipped.save(update_fields=["status", "error"])
-                event_append(
-                    run_id, "step.skipped", {"reason": skipped.error}, step_id=skipped.step_id
-                )
-        run_finish_if_done(run)
+        step_settled(run, step)

@@ -94,7 +94,7 @@ def text_broadcaster(run_id: int, step_id: str) -> Callable[[int], TextStream]:
 def text_broadcast(run_id: int, message: dict[str, Any]) -> None:
     try:
         async_to_sync(get_channel_layer().group_send)(
-            run_group(run_id), {"type": "run.text", "text": message}
+            run_group(run_id), {"type": "run.text", "json": json.dumps({"type": "text", **message})}
         )
     except Exception:
         # Live text is a courtesy: the step's output is stored when it finishes.

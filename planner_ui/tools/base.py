@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -12,6 +13,10 @@ from pydantic import BaseModel, ValidationError
 from planner_ui.core.effects import IRREVERSIBLE_EFFECTS, Effect
 from planner_ui.core.errors import ToolError
 from planner_ui.core.messages import ToolSpec
+
+# Sends one plain-text email: (to, subject, body, extra headers). The services provide it, so the
+# tools stay free of any web framework.
+Mailer = Callable[[str, str, str, dict[str, str]], None]
 
 
 @dataclass
@@ -26,6 +31,8 @@ class ToolContext:
     # Set by the executor's runner for each irreversible call (dataclasses.replace), so a tool
     # that reaches the outside can let the receiver drop a retried duplicate.
     idempotency_key: str = ""
+    # How send_email reaches a mail server; None where no mail is set up.
+    mailer: Mailer | None = None
 
 
 class _DerivedFromEffect:

@@ -1,10 +1,12 @@
-"""Send an email through Django's mail backend: it reaches a person, so its effect is SEND."""
+"""Send an email through the mailer the services hand in: it reaches a person, so its effect
+is SEND."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
 from planner_ui.core.effects import Effect
+from planner_ui.core.errors import ToolError
 
 from .base import Tool, ToolContext
 
@@ -25,14 +27,10 @@ class SendEmail(Tool):
     effect = Effect.SEND
 
     def run(self, args: SendEmailInput, ctx: ToolContext) -> str:
-        # Imported here so the tool registry stays importable without Django configured.
-        from django.conf import settings
-        from django.core.mail import EmailMessage
-
+        if ctx.mailer is None:
+            raise ToolError("send_email: no mail server is set up for this run")
         # Mail has no idempotency protocol; the header at least lets a receiving system (or a
         # person reading the source) spot a retried duplicate.
         headers = {"X-Idempotency-Key": ctx.idempotency_key} if ctx.idempotency_key else {}
-        EmailMessage(
-            args.subject, args.body, settings.DEFAULT_FROM_EMAIL, [str(args.to)], headers=headers
-        ).send()
+        ctx.mailer(str(args.to), args.subject, args.body, headers)
         return f"sent email to {args.to} with subject {args.subject!r}"

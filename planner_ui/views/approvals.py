@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.models import Approval, PlanProposal
-from planner_ui.selectors.approvals import inbox_for_user
+from planner_ui.selectors.approvals import approval_get_for_user, inbox_for_user, pending_count
 from planner_ui.selectors.compare import comparison
 from planner_ui.selectors.runs import run_get_for_user
-from planner_ui.services.approvals import ApprovalRefused, approval_decide, pending_count
+from planner_ui.services.approvals import ApprovalRefused, approval_decide
 from planner_ui.services.baselines import baseline_create
 from planner_ui.services.replans import replan_accept, replan_discard
 from planner_ui.services.runs import run_cancel
@@ -27,14 +27,16 @@ from .runs import render_run
 @require_POST
 def approval_decide_view(request: HttpRequest, approval_id: int) -> HttpResponse:
     # 404 for another user's request, before anything else is read.
-    approval = get_object_or_404(Approval, pk=approval_id, run__owner=request.user)
+    approval = approval_get_for_user(request.user, approval_id)
+    if approval is None:
+        raise Http404("No such approval request.")
     decision = request.POST.get("decision", "")
     if decision not in ("approve", "reject"):
         return _answer(request, approval, error="Choose approve or reject.", status=400)
     try:
         approval = approval_decide(
             user=request.user,
-            approval_id=approval.pk,
+            approval=approval,
             approve=decision == "approve",
             arguments_json=request.POST.get("arguments"),
             reason=request.POST.get("reason", ""),

@@ -18,8 +18,10 @@ from planner_ui.core.diff import plan_diff
 from planner_ui.core.edits import DependentsPolicy
 from planner_ui.core.effects import PolicyMode
 from planner_ui.core.errors import InvalidTransition
-from planner_ui.core.plan import ROLES, Plan
-from planner_ui.models import PlanProposal, Run
+from planner_ui.core.plan import MAX_STEPS, ROLES, Plan
+from planner_ui.core.run_options import RunOptions
+from planner_ui.core.status import STEP_PROGRESS, StepStatus
+from planner_ui.models import PlanProposal, Run, Step
 from planner_ui.selectors.approvals import run_approvals
 from planner_ui.selectors.estimate import run_estimate
 from planner_ui.selectors.providers import provider_status
@@ -36,6 +38,9 @@ from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 from planner_ui.tools import REGISTRY, tool_names
 
 RUNS_PER_PAGE = 20
+# A refresh asks for the cards of the steps that changed since the last one; a plan holds at
+# most MAX_STEPS steps and the synthesizer.
+MAX_CARDS_PER_REQUEST = MAX_STEPS + 1
 
 
 class TaskForm(forms.Form):
@@ -111,6 +116,20 @@ class TaskForm(forms.Form):
                 ),
             )
 
+    def options(self) -> RunOptions:
+        data = self.cleaned_data
+        return RunOptions(
+            task=data["task"],
+            auto_approve=data["auto_approve"],
+            routes=self.routes(),
+            budget_tokens=data["budget_tokens"],
+            budget_usd=data["budget_usd"],
+            tool_policy=data["tool_policy"] or PolicyMode.ASK,
+            auto_tools=data["auto_tools"],
+            replan_mode=data["replan_mode"] or None,
+            max_replans=data["max_replans"],
+        )
+
     def route_fields(self) -> list[forms.BoundField]:
         return [self[_route_field(part)] for part, _ in ROUTE_PARTS]
 
@@ -155,18 +174,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
     form = TaskForm(request.POST)
     if form.is_valid():
         try:
-            run = run_create(
-                owner=request.user,
-                task=form.cleaned_data["task"],
-                auto_approve=form.cleaned_data["auto_approve"],
-                routes=form.routes(),
-                budget_tokens=form.cleaned_data["budget_tokens"],
-                budget_usd=form.cleaned_data["budget_usd"],
-                tool_policy=form.cleaned_data["tool_policy"] or PolicyMode.ASK,
-                auto_tools=form.cleaned_data["auto_tools"],
-                replan_mode=form.cleaned_data["replan_mode"] or None,
-                max_replans=form.cleaned_data["max_replans"],
-            )
+            run = run_create(owner=request.user, options=form.options())
         except RunInputError as exc:
             form.add_error(None, str(exc))
         else:
@@ -193,10 +201,7 @@ def render_run(
     status: int = 200,
 ) -> HttpResponse:
     """The run page, or only its live fragment (for htmx), with an optional outcome on top."""
-    calls = tool_calls_by_step(run)
     steps = list(run.steps.all())
-    for step in steps:
-        step.calls = calls.get(step.step_id, [])
     versions = list(run.plan_versions.all())
     open_proposals = run.proposals.exclude(state__in=["accepted", "discarded"])
     proposal = open_proposals.filter(kind=PlanProposal.Kind.REQUEST).first()
@@ -213,23 +218,47 @@ def render_run(
         "graph": run_graph(run),
         "versions": versions,
         "current_version": versions[-1] if versions else None,
-        "roles": ROLES,
-        "tool_names": tool_names(),
-        "policies": [p.value for p in DependentsPolicy],
         "proposal": proposal,
         "replan": replan,
-        "failed_steps": [s for s in steps if s.status == "failed"],
+        "failed_steps": [s for s in steps if s.status == StepStatus.FAILED],
         "proposal_diff": proposal_diff,
         "usage": run_usage(run),
-        "estimate": run_estimate(run),
         **run_approvals(run),
-        "tool_effects": {name: str(tool.effect) for name, tool in REGISTRY.items()},
-        "irreversible_tools": {name for name, tool in REGISTRY.items() if tool.irreversible},
+        **_cards_context(run, steps),
         "notice": notice,
         "error": error,
     }
+    if not fragment:
+        context["step_progress"] = {str(status): rank for status, rank in STEP_PROGRESS.items()}
     template = "planner_ui/_run_main.html" if fragment else "planner_ui/run_detail.html"
     return render(request, template, context, status=status)
+
+
+def _cards_context(run: Run, steps: list[Step]) -> dict[str, Any]:
+    """What _step_card.html needs besides its step; the cards' tool calls are set on them."""
+    calls = tool_calls_by_step(run, [s.step_id for s in steps])
+    for step in steps:
+        step.calls = calls.get(step.step_id, [])
+    return {
+        "estimate": run_estimate(run),
+        "roles": ROLES,
+        "tool_names": tool_names(),
+        "policies": [p.value for p in DependentsPolicy],
+        "tool_effects": {name: str(tool.effect) for name, tool in REGISTRY.items()},
+        "irreversible_tools": {name for name, tool in REGISTRY.items() if tool.irreversible},
+    }
+
+
+@login_required
+@require_GET
+def run_step_cards(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The cards of the steps an event changed (`?steps=a,b`), to be swapped in out of band:
+    the same template as the first render, so the two can never drift apart."""
+    run = run_get_for_user(request.user, run_id)
+    wanted = [s for s in request.GET.get("steps", "").split(",") if s][:MAX_CARDS_PER_REQUEST]
+    steps = list(run.steps.filter(step_id__in=wanted))
+    context = {"run": run, "steps": steps, "oob": True, **_cards_context(run, steps)}
+    return render(request, "planner_ui/_step_cards.html", context)
 
 
 @login_required

@@ -112,16 +112,42 @@
     readRenderedSeq();
     mountGraph();
     for (const stepId of Object.keys(liveText)) showLiveText(stepId);
-    for (const [stepId, status] of Object.entries(seenStatus)) {
-      const card = stepCard(stepId);
-      if (card && (statusRank[card.dataset.status] || 0) < statusRank[status]) setStepStatus(stepId, status);
-    }
+    for (const stepId of Object.keys(seenStatus)) reapplyStatus(stepId);
   });
+
+  // The cards an event changed are fetched again, a few at a time, and come back out of band
+  // from the same template the page was first rendered with.
+  const dirtyCards = new Set();
+  let cardTimer = null;
+  function refreshCard(stepId) {
+    if (!stepId) return;
+    dirtyCards.add(stepId);
+    if (!cardTimer) cardTimer = setTimeout(fetchCards, 120);
+  }
+  function fetchCards() {
+    cardTimer = null;
+    if (!dirtyCards.size || !window.htmx) return;
+    const ids = Array.from(dirtyCards);
+    dirtyCards.clear();
+    htmx.ajax("GET", page.dataset.cardsUrl + "?steps=" + encodeURIComponent(ids.join(",")), {target: "#steps", swap: "none"});
+  }
+  document.body.addEventListener("htmx:oobAfterSwap", (e) => {
+    const card = e.detail.target;
+    if (!card || !card.dataset || !card.dataset.stepId) return;
+    showLiveText(card.dataset.stepId);
+    reapplyStatus(card.dataset.stepId);
+  });
+  function reapplyStatus(stepId) {
+    const card = stepCard(stepId), status = seenStatus[stepId];
+    if (card && status && (statusRank[card.dataset.status] || 0) < statusRank[status]) setStepStatus(stepId, status);
+  }
 
   // The latest status of each step seen on the socket, re-applied after a fragment swap
   // in case the server rendered the fragment just before that event was committed.
   const seenStatus = {};
-  const statusRank = {pending: 0, queued: 1, running: 2, waiting: 2, succeeded: 3, failed: 3, skipped: 3};
+  // From core.status.STEP_PROGRESS, rendered into the page: the one list of step statuses.
+  const statusRank = JSON.parse(document.getElementById("step-progress").textContent);
+  const finished = (status) => statusRank[status] === Math.max(...Object.values(statusRank));
 
   function setStepStatus(stepId, status) {
     seenStatus[stepId] = status;
@@ -192,6 +218,7 @@
   function describe(ev) {
     const p = ev.payload || {};
     switch (ev.type) {
+      case "baseline.started": return "a single agent re-runs the task of run " + p.of + " (up to " + p.max_iterations + " model calls)";
       case "run.status": return "run is " + p.status.replace(/_/g, " ") + (p.error ? ": " + p.error : "");
       case "plan.version": return "plan version " + p.number + " by the " + p.author + (p.model ? " (" + p.model + ")" : "") + ", " + p.steps + " steps" + (p.note ? ": " + p.note : "");
       case "plan.revision_requested": return "revision requested: " + p.note;
@@ -201,7 +228,6 @@
       case "plan.approved": return "plan version " + p.number + " approved";
       case "step.queued": return "queued";
       case "step.started": return "started (attempt " + p.attempt + ") on " + p.worker;
-      case "step.tokens": return p.input_tokens + " tokens in, " + p.output_tokens + " out (" + p.model + ")";
       case "model.call":
         if (p.error) return p.role + " call to " + p.model + " failed after " + p.latency_ms + " ms: " + p.error;
         return p.role + " call to " + p.model + ": " + p.input_tokens + " tokens in" +
@@ -247,28 +273,17 @@
     lastSeq = ev.seq;
     appendLog(ev);
     if (ev.seq <= renderedSeq) return;
-    const p = ev.payload || {};
-    const card = ev.step_id ? stepCard(ev.step_id) : null;
     switch (ev.type) {
       case "step.queued": setStepStatus(ev.step_id, "queued"); break;
       case "step.started": setStepStatus(ev.step_id, "running"); break;
       case "model.call": addCall(ev); break;
       case "step.succeeded":
-        setStepStatus(ev.step_id, "succeeded");
-        endLiveText(ev.step_id);
-        if (card) {
-          const out = card.querySelector(".step-output");
-          out.textContent = p.output; out.hidden = false;
-          card.querySelector(".step-tokens").textContent = p.model_calls + " call" + (p.model_calls === 1 ? "" : "s") + ", " +
-            p.tokens_in.toLocaleString("en-US") + " / " + p.tokens_out.toLocaleString("en-US") + " tokens, " + money(parseFloat(p.cost_usd || "0"));
-        }
-        break;
       case "step.failed":
-        setStepStatus(ev.step_id, "failed");
+      case "step.skipped":
+        setStepStatus(ev.step_id, ev.type.slice("step.".length));
         endLiveText(ev.step_id);
-        if (card) { const err = card.querySelector(".step-error"); err.textContent = p.error; err.hidden = false; }
+        refreshCard(ev.step_id);
         break;
-      case "step.skipped": setStepStatus(ev.step_id, "skipped"); endLiveText(ev.step_id); break;
       case "step.waiting": setStepStatus(ev.step_id, "waiting"); endLiveText(ev.step_id); refreshMain(); break;
       case "plan.replanning":
       case "plan.replan_proposed":
@@ -280,19 +295,8 @@
         refreshMain();
         break;
       case "step.tool_call":
-        if (card) {
-          const li = document.createElement("li");
-          li.textContent = "→ " + p.tool + " " + JSON.stringify(p.arguments);
-          card.querySelector(".step-calls").append(li);
-        }
-        break;
       case "step.tool_result":
-        if (card) {
-          const li = document.createElement("li");
-          li.className = p.is_error ? "error" : "";
-          li.textContent = "← " + p.content.slice(0, 500);
-          card.querySelector(".step-calls").append(li);
-        }
+        refreshCard(ev.step_id);
         break;
       case "plan.version":
       case "plan.approved":
@@ -311,7 +315,7 @@
       let data;
       try { data = JSON.parse(msg.data); } catch (e) { return; }
       if (data.type === "event") apply(data.event);
-      else if (data.type === "text" && !(seenStatus[data.step_id] in {succeeded: 1, failed: 1})) addLiveText(data);
+      else if (data.type === "text" && !finished(seenStatus[data.step_id])) addLiveText(data);
     };
     ws.onclose = (e) => {
       if (e.code === 4401 || e.code === 4404) {

@@ -10,6 +10,7 @@ import pytest
 from django.db.models import Sum
 
 from planner_ui.core.pricing import dollars
+from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import ModelCall, Run
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
@@ -138,14 +139,15 @@ def test_run_create_refuses_bad_budgets_and_routes(make_user, settings, kwargs, 
     settings.ANTHROPIC_API_KEY = ""
     settings.OPENAI_BASE_URL = ""
     with pytest.raises(RunInputError, match=message):
-        run_create(owner=make_user(), task=TASK, **kwargs)
+        run_create(owner=make_user(), options=RunOptions(task=TASK, **kwargs))
     assert not Run.objects.exists()
 
 
 def test_a_run_keeps_the_routes_it_was_submitted_with(make_user, settings):
     settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
     run = run_create(
-        owner=make_user(), task=TASK, routes={"executor:coder": "openai:qwen3-coder:30b"}
+        owner=make_user(),
+        options=RunOptions(task=TASK, routes={"executor:coder": "openai:qwen3-coder:30b"}),
     )
     assert run.routes == {
         "planner": "offline:offline-v1",

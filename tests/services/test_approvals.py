@@ -54,7 +54,7 @@ def test_approving_performs_the_call_once_and_the_run_finishes(make_user, mailou
     alice = make_user()
     run = started(alice)
     approval = waiting_approval(run)
-    approval_decide(user=alice, approval_id=approval.pk, approve=True)
+    approval_decide(user=alice, approval=approval, approve=True)
     run = drive(run)
     assert run.status == RunStatus.SUCCEEDED, run.error
     assert [m.to for m in mailoutbox] == [["bob@example.com"]]
@@ -77,9 +77,7 @@ def test_approving_with_edited_arguments_uses_them_and_tells_the_model(make_user
     run = started(alice)
     approval = waiting_approval(run)
     edited = {**approval.arguments, "to": "carol@example.com"}
-    approval_decide(
-        user=alice, approval_id=approval.pk, approve=True, arguments_json=json.dumps(edited)
-    )
+    approval_decide(user=alice, approval=approval, approve=True, arguments_json=json.dumps(edited))
     run = drive(run)
     assert run.status == RunStatus.SUCCEEDED, run.error
     assert [m.to for m in mailoutbox] == [["carol@example.com"]]
@@ -103,7 +101,7 @@ def test_bad_edited_arguments_are_refused_and_the_request_stays_pending(
     alice = make_user()
     approval = waiting_approval(started(alice))
     with pytest.raises(ApprovalRefused, match=message):
-        approval_decide(user=alice, approval_id=approval.pk, approve=True, arguments_json=arguments)
+        approval_decide(user=alice, approval=approval, approve=True, arguments_json=arguments)
     approval.refresh_from_db()
     assert approval.state == Approval.State.PENDING
 
@@ -112,7 +110,7 @@ def test_rejecting_hands_the_reason_to_the_executor_which_carries_on(make_user, 
     alice = make_user()
     run = started(alice)
     approval = waiting_approval(run)
-    approval_decide(user=alice, approval_id=approval.pk, approve=False, reason="Bob is on leave")
+    approval_decide(user=alice, approval=approval, approve=False, reason="Bob is on leave")
     run = drive(run)
     assert mailoutbox == []
     assert not run.receipts.exists()
@@ -126,19 +124,18 @@ def test_rejecting_hands_the_reason_to_the_executor_which_carries_on(make_user, 
 def test_a_second_decision_is_refused_with_who_decided_first(make_user, first, second):
     alice = make_user()
     approval = waiting_approval(started(alice))
-    approval_decide(user=alice, approval_id=approval.pk, approve=first, reason="no")
+    approval_decide(user=alice, approval=approval, approve=first, reason="no")
     done = "approved" if first else "rejected"
     wanted = "approved" if second else "rejected"
     with pytest.raises(ApprovalRefused, match=f"already {done} by alice at .*cannot be {wanted}"):
-        approval_decide(user=alice, approval_id=approval.pk, approve=second)
+        approval_decide(user=alice, approval=approval, approve=second)
 
 
 def test_another_users_request_cannot_be_decided(make_user):
     approval = waiting_approval(started(make_user("alice")))
-    from django.http import Http404
-
-    with pytest.raises(Http404):
-        approval_decide(user=make_user("mallory"), approval_id=approval.pk, approve=True)
+    with pytest.raises(ApprovalRefused) as refused:
+        approval_decide(user=make_user("mallory"), approval=approval, approve=True)
+    assert str(refused.value) == ("This request is not yours to decide: it belongs to another run.")
     approval.refresh_from_db()
     assert approval.state == Approval.State.PENDING
 
@@ -191,7 +188,7 @@ def test_cancelling_withdraws_approvals_and_keeps_the_history(make_user, mailout
         == done_before
     )
     with pytest.raises(ApprovalRefused, match="withdrawn"):
-        approval_decide(user=alice, approval_id=approval.pk, approve=True)
+        approval_decide(user=alice, approval=approval, approve=True)
     assert drive(run).status == RunStatus.CANCELLED
     assert mailoutbox == []
     with pytest.raises(Exception, match="already cancelled"):

@@ -43,7 +43,7 @@ def test_concurrent_appends_get_unique_contiguous_sequence_numbers(make_user):
 
     def append_many(index: int) -> None:
         for n in range(20):
-            event_append(run.pk, "step.tokens", {"writer": index, "n": n}, step_id=f"s{index}")
+            event_append(run.pk, "plan.invalid", {"attempt": n, "errors": []}, step_id=f"s{index}")
 
     assert _in_threads(6, append_many) == []
     seqs = sorted(RunEvent.objects.filter(run=run).values_list("seq", flat=True))
@@ -52,7 +52,7 @@ def test_concurrent_appends_get_unique_contiguous_sequence_numbers(make_user):
     assert run.last_event_seq == 120
     for index in range(6):
         mine = RunEvent.objects.filter(run=run, step_id=f"s{index}").order_by("seq")
-        assert [e.payload["n"] for e in mine] == list(range(20))
+        assert [e.payload["attempt"] for e in mine] == list(range(20))
 
 
 def test_two_parents_finishing_at_once_queue_their_child_exactly_once(make_user):
@@ -93,7 +93,7 @@ def test_two_people_approving_at_once_perform_the_call_once(make_user, mailoutbo
 
     def decide(index: int) -> None:
         try:
-            approval_decide(user=alice, approval_id=approval.pk, approve=index % 2 == 0)
+            approval_decide(user=alice, approval=approval, approve=index % 2 == 0)
             outcomes.append("decided")
         except ApprovalRefused as exc:
             outcomes.append(str(exc))

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
+from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import PlanVersion, Run, RunEvent, Step
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create, run_plan
@@ -43,7 +44,7 @@ def drive(run: Run) -> Run:
 
 
 def planned(user, task: str, **kwargs) -> Run:
-    run = run_create(owner=user, task=task, **kwargs)
+    run = run_create(owner=user, options=RunOptions(task=task, **kwargs))
     run_plan(run.pk)
     run.refresh_from_db()
     return run
@@ -52,10 +53,10 @@ def planned(user, task: str, **kwargs) -> Run:
 def test_run_create_refuses_empty_and_oversized_tasks(make_user):
     user = make_user()
     with pytest.raises(RunInputError, match="Describe the task: it is empty."):
-        run_create(owner=user, task="   ")
+        run_create(owner=user, options=RunOptions(task="   "))
     limit = settings.AGENTSITE_MAX_TASK_CHARS
     with pytest.raises(RunInputError) as exc:
-        run_create(owner=user, task="x" * (limit + 1))
+        run_create(owner=user, options=RunOptions(task="x" * (limit + 1)))
     assert str(exc.value) == (
         f"The task is {limit + 1} characters long; at most {limit} are allowed."
     )

@@ -12,6 +12,7 @@ import pytest
 from django.conf import settings
 
 from agentsite import embedded
+from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Approval, Run, ToolReceipt
 from planner_ui.services.approvals import approval_decide
@@ -76,9 +77,11 @@ def workers(redis_url) -> Iterator[Workers]:
 def submit(user, receiver: Receiver, **policy) -> Run:
     return run_create(
         owner=user,
-        task=f"Summarize the benefits of tea and post the summary to {receiver.url}/hook",
-        auto_approve=True,
-        **policy,
+        options=RunOptions(
+            task=f"Summarize the benefits of tea and post the summary to {receiver.url}/hook",
+            auto_approve=True,
+            **policy,
+        ),
     )
 
 
@@ -153,7 +156,7 @@ def test_an_approval_pending_across_a_worker_restart_resumes_the_run(workers, ma
         assert receiver.count == 0
         workers.start()
         approval = Approval.objects.get(run=run)
-        approval_decide(user=alice, approval_id=approval.pk, approve=True)
+        approval_decide(user=alice, approval=approval, approve=True)
         run = finished(run)
         assert run.status == RunStatus.SUCCEEDED, run.error
         assert receiver.count == 1

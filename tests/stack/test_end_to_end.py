@@ -14,6 +14,7 @@ import pytest
 from django.conf import settings
 
 from planner_ui.core.dag import ancestors
+from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Run
 from planner_ui.services.runs import run_approve_plan, run_create
@@ -29,7 +30,8 @@ def _finished(run_id: int) -> Run | None:
 
 def test_parallel_branches_overlap_on_real_workers(celery_worker_process, make_user):
     run = run_create(
-        owner=make_user(), task="Compare Python and Go for writing a command-line tool"
+        owner=make_user(),
+        options=RunOptions(task="Compare Python and Go for writing a command-line tool"),
     )
     wait_until(
         lambda: Run.objects.get(pk=run.pk).status == RunStatus.AWAITING_PLAN_APPROVAL,

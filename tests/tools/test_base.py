@@ -55,6 +55,7 @@ def test_the_context_fields() -> None:
         "workspace",
         "settings",
         "idempotency_key",
+        "mailer",
     ]
     ctx = ToolContext(run_id=1, step_id="s", workspace=Path("/w"))
-    assert ctx.settings == {} and ctx.idempotency_key == ""
+    assert ctx.settings == {} and ctx.idempotency_key == "" and ctx.mailer is None

@@ -14,6 +14,7 @@ from django.core import mail
 
 from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ToolError
+from planner_ui.services.mail import mail_send
 from planner_ui.tools import ToolContext
 from planner_ui.tools.email import SendEmail
 
@@ -30,7 +31,11 @@ def locmem_mail(settings: Any) -> list[mail.EmailMessage]:
 
 def context(idempotency_key: str = "") -> ToolContext:
     return ToolContext(
-        run_id=1, step_id="notify", workspace=Path("/nonexistent"), idempotency_key=idempotency_key
+        run_id=1,
+        step_id="notify",
+        workspace=Path("/nonexistent"),
+        idempotency_key=idempotency_key,
+        mailer=mail_send,
     )
 
 

@@ -55,26 +55,26 @@ append = database_sync_to_async(event_append)
 async def test_replay_then_live_then_reconnect_loses_nothing(make_user):
     _, run, cookie = await _setup(make_user)
     for i in range(3):
-        await append(run.pk, "step.tokens", {"n": i}, step_id="a")
+        await append(run.pk, "plan.invalid", {"attempt": i, "errors": []}, step_id="a")
 
     ws, connected, _ = await _connect(run.pk, cookie)
     assert connected
     replayed = await _receive_events_until_replay_done(ws)
     assert [e["seq"] for e in replayed] == [1, 2, 3]
-    assert [e["payload"]["n"] for e in replayed] == [0, 1, 2]
+    assert [e["payload"]["attempt"] for e in replayed] == [0, 1, 2]
 
-    await append(run.pk, "step.tokens", {"n": 3}, step_id="a")
+    await append(run.pk, "plan.invalid", {"attempt": 3, "errors": []}, step_id="a")
     live = json.loads(await ws.receive_from(timeout=5))
     assert live["type"] == "event" and live["event"]["seq"] == 4
     await ws.disconnect()
 
     # While nobody listens, two more events happen; the reconnect gets exactly those.
-    await append(run.pk, "step.tokens", {"n": 4}, step_id="a")
+    await append(run.pk, "plan.invalid", {"attempt": 4, "errors": []}, step_id="a")
     await append(run.pk, "step.failed", {"error": "boom"}, step_id="a")
     ws, connected, _ = await _connect(run.pk, cookie, after=4)
     assert connected
     missed = await _receive_events_until_replay_done(ws)
-    assert [(e["seq"], e["type"]) for e in missed] == [(5, "step.tokens"), (6, "step.failed")]
+    assert [(e["seq"], e["type"]) for e in missed] == [(5, "plan.invalid"), (6, "step.failed")]
     await ws.disconnect()
 
 
@@ -105,7 +105,7 @@ async def test_another_user_is_refused(make_user):
     _, _, bob_cookie = await _setup(make_user, "bob")
     ws, connected, code = await _connect(run.pk, bob_cookie)
     assert not connected and code == 4404
-    await append(run.pk, "step.tokens", {"secret": True})
+    await append(run.pk, "step.failed", {"error": "a secret"})
     assert await ws.receive_nothing(timeout=0.3)
 
 

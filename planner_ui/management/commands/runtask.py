@@ -16,8 +16,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentsite import embedded
 from planner_ui.core.pricing import dollars
+from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
 from planner_ui.models import Run
+from planner_ui.selectors.run_json import run_json
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 
 
@@ -79,7 +81,8 @@ class Command(BaseCommand):
             embedded.stop_processes(owned)
         wall_s = time.monotonic() - started
         if options["json"]:
-            self.stdout.write(json.dumps(self._as_json(run, wall_s), indent=2))
+            report = {**run_json(run), "wall_s": round(wall_s, 3)}
+            self.stdout.write(json.dumps(report, indent=2))
         else:
             self._print_human(run, wall_s)
         if run.status != RunStatus.SUCCEEDED:
@@ -117,13 +120,15 @@ class Command(BaseCommand):
         try:
             run = run_create(
                 owner=user,
-                task=options["task"],
-                auto_approve=options["auto_approve"],
-                routes=_routes(options["route"]),
-                budget_tokens=options["budget_tokens"],
-                budget_usd=Decimal(options["budget_usd"]) if options["budget_usd"] else None,
-                tool_policy=options["policy"],
-                auto_tools=options["auto_tool"],
+                options=RunOptions(
+                    task=options["task"],
+                    auto_approve=options["auto_approve"],
+                    routes=_routes(options["route"]),
+                    budget_tokens=options["budget_tokens"],
+                    budget_usd=Decimal(options["budget_usd"]) if options["budget_usd"] else None,
+                    tool_policy=options["policy"],
+                    auto_tools=options["auto_tool"],
+                ),
             )
         except RunInputError as exc:
             raise CommandError(str(exc)) from exc
@@ -151,45 +156,6 @@ class Command(BaseCommand):
                 approved = True
             time.sleep(0.2)
         raise CommandError(f"Run {run.pk} did not finish within {options['timeout']} s.")
-
-    @staticmethod
-    def _as_json(run: Run, wall_s: float) -> dict[str, Any]:
-        def iso(value: Any) -> str | None:
-            return value.isoformat() if value else None
-
-        return {
-            "run_id": run.pk,
-            "status": run.status,
-            "error": run.error,
-            "planner_model": run.planner_model,
-            "executor_model": run.executor_model,
-            "routes": run.routes,
-            "steps": [
-                {
-                    "id": s.step_id,
-                    "role": s.role,
-                    "status": s.status,
-                    "started_at": iso(s.started_at),
-                    "finished_at": iso(s.finished_at),
-                    "output": s.output,
-                    "error": s.error,
-                    "model_calls": s.model_calls,
-                    "tokens": {"input": s.tokens_in, "output": s.tokens_out},
-                    "cost_usd": str(s.cost_usd),
-                }
-                for s in run.steps.all()
-            ],
-            "result": run.result,
-            "tokens": {
-                "input": run.tokens_in,
-                "output": run.tokens_out,
-                "cache_read": run.tokens_cache_read,
-                "cache_write": run.tokens_cache_write,
-            },
-            "model_calls": run.model_calls,
-            "cost_usd": str(run.cost_usd),
-            "wall_s": round(wall_s, 3),
-        }
 
     def _print_human(self, run: Run, wall_s: float) -> None:
         self.stdout.write(f"Run {run.pk}: {run.status} in {wall_s:.1f} s")

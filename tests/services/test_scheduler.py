@@ -6,6 +6,7 @@ import pytest
 from kombu import pools
 
 from agentsite.celery import app
+from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
 from planner_ui.models import Run
 from planner_ui.services.runs import run_create
@@ -33,7 +34,7 @@ def dead_broker(tmp_path):
 
 
 def test_an_unreachable_queue_fails_the_run_with_a_reason(make_user, dead_broker):
-    run = run_create(owner=make_user(), task="Research tea")
+    run = run_create(owner=make_user(), options=RunOptions(task="Research tea"))
     run = Run.objects.get(pk=run.pk)
     assert run.status == RunStatus.FAILED
     assert run.error.startswith("Could not hand the work to a worker: the task queue at REDIS_URL")

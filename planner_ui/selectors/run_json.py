@@ -1,0 +1,45 @@
+"""A run as JSON: one shape for `runtask --json`, the API and anything else that reports a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner_ui.models import Run
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    def iso(value: Any) -> str | None:
+        return value.isoformat() if value else None
+
+    return {
+        "run_id": run.pk,
+        "status": run.status,
+        "error": run.error,
+        "planner_model": run.planner_model,
+        "executor_model": run.executor_model,
+        "routes": run.routes,
+        "steps": [
+            {
+                "id": s.step_id,
+                "role": s.role,
+                "status": s.status,
+                "started_at": iso(s.started_at),
+                "finished_at": iso(s.finished_at),
+                "output": s.output,
+                "error": s.error,
+                "model_calls": s.model_calls,
+                "tokens": {"input": s.tokens_in, "output": s.tokens_out},
+                "cost_usd": str(s.cost_usd),
+            }
+            for s in run.steps.all()
+        ],
+        "result": run.result,
+        "tokens": {
+            "input": run.tokens_in,
+            "output": run.tokens_out,
+            "cache_read": run.tokens_cache_read,
+            "cache_write": run.tokens_cache_write,
+        },
+        "model_calls": run.model_calls,
+        "cost_usd": str(run.cost_usd),
+    }

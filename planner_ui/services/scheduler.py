@@ -1,0 +1,202 @@
+"""What runs next, and when a run ends: the one home of dispatch, and the only code that hands
+work to the Celery workers.
+
+Every function that takes a `run` expects the caller to hold its row lock
+(`select_for_update`) inside a transaction; work is enqueued once that transaction commits, so
+a worker never picks up a step whose state it cannot see yet.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from planner_ui import tasks
+from planner_ui.core import dag
+from planner_ui.core.plan import SYNTHESIS_STEP_ID
+from planner_ui.core.status import UNFINISHED_STEP_STATUSES, RunStatus, StepStatus
+from planner_ui.models import Approval, Run, Step
+
+from .events import event_append, owner_notify
+
+log = logging.getLogger(__name__)
+
+
+# --- handing work to the workers -------------------------------------------------------------
+
+
+def _enqueue(run_id: int, task: Any, *args: Any) -> None:
+    """Send `task(*args)` once the transaction commits; if the broker refuses, fail the run with
+    a reason a person can act on instead of leaving it waiting forever."""
+
+    def send() -> None:
+        try:
+            task.apply_async(args=args, retry=True, retry_policy={"max_retries": 2})
+        except Exception as exc:  # kombu raises several types; all mean the same to the run
+            log.exception("could not enqueue %s for run %s", task.name, run_id)
+            run_fail(
+                run_id,
+                f"Could not hand the work to a worker: the task queue at REDIS_URL "
+                f"({settings.REDIS_URL}) did not accept it ({exc}). Start Redis and the workers "
+                "(`make run` does both), then submit the task again.",
+            )
+
+    transaction.on_commit(send)
+
+
+def plan_enqueue(run: Run) -> None:
+    """Have a worker ask the planner for the run's plan."""
+    _enqueue(run.pk, tasks.plan_run, run.pk)
+
+
+def revision_enqueue(run_id: int, proposal_id: int) -> None:
+    """Have a worker ask the planner for the revision a person requested."""
+    _enqueue(run_id, tasks.revise_plan_task, proposal_id)
+
+
+# --- dispatch --------------------------------------------------------------------------------
+
+
+def dispatch_ready(run: Run) -> list[str]:
+    """Queue every pending step whose dependencies all succeeded."""
+    if run.replanning:
+        return []  # the plan is being revised: what is left may change
+    steps = list(run.steps.all())
+    deps = {s.step_id: s.depends_on for s in steps}
+    done = [s.step_id for s in steps if s.status == StepStatus.SUCCEEDED]
+    started = [s.step_id for s in steps if s.status != StepStatus.PENDING]
+    ready = dag.ready_steps(deps, done, started)
+    for step_id in ready:
+        # Conditional, so two finishing parents can never queue the same child twice.
+        if Step.objects.filter(run=run, step_id=step_id).move_to(
+            StepStatus.QUEUED, only_from={StepStatus.PENDING}
+        ):
+            event_append(run.pk, "step.queued", step_id=step_id)
+            _enqueue(run.pk, tasks.execute_step, run.pk, step_id)
+    return ready
+
+
+def step_resume(run_id: int, step_id: str) -> bool:
+    """Queue a step that waited for a decision; it carries on from its checkpoint."""
+    if not Step.objects.filter(run_id=run_id, step_id=step_id).move_to(
+        StepStatus.QUEUED, only_from={StepStatus.WAITING}
+    ):
+        return False  # not waiting (the run ended, or it was resumed already)
+    event_append(run_id, "step.queued", {"resumed": True}, step_id=step_id)
+    _enqueue(run_id, tasks.execute_step, run_id, step_id)
+    return True
+
+
+def step_settled(run: Run, step: Step) -> None:
+    """After a step's result is recorded: queue what it unblocks, re-plan around a failure, or
+    skip what is left; then close the run if nothing is left to do."""
+    if run.status != RunStatus.RUNNING:
+        return
+    if step.status == StepStatus.SUCCEEDED:
+        dispatch_ready(run)
+    elif step.status == StepStatus.FAILED and replan_start(run, step):
+        return  # the revision decides what happens to the steps that are left
+    else:
+        # No re-planning: nothing new starts, running branches finish, the run fails.
+        reason = f"not run because step '{step.step_id}' failed"
+        pending = list(
+            run.steps.filter(status=StepStatus.PENDING).values_list("step_id", flat=True)
+        )
+        run.steps.filter(step_id__in=pending).move_to(
+            StepStatus.SKIPPED, only_from={StepStatus.PENDING}, error=reason
+        )
+        for step_id in pending:
+            event_append(run.pk, "step.skipped", {"reason": reason}, step_id=step_id)
+    run_finish_if_done(run)
+
+
+def replan_start(run: Run, step: Step) -> bool:
+    """After `step` failed: start re-planning if the run allows it.
+
+    Returns False when the run does not re-plan (off, or its cap reached); the caller then
+    fails what is left as before."""
+    if run.replan_mode == Run.Replan.OFF:
+        return False
+    if run.replanning:
+        return True  # one revision at a time; it will see this failure too
+    if run.replans >= run.max_replans:
+        event_append(
+            run.pk,
+            "plan.replan_cap",
+            {"replans": run.replans, "cap": run.max_replans},
+            step_id=step.step_id,
+        )
+        return False
+    run.replanning = True
+    run.save(update_fields=["replanning"])
+    event_append(run.pk, "plan.replanning", {"error": step.error}, step_id=step.step_id)
+    _enqueue(run.pk, tasks.replan_task, run.pk, step.step_id)
+    return True
+
+
+# --- the end of a run ------------------------------------------------------------------------
+
+
+def run_finish_if_done(run: Run) -> None:
+    """Close a running run once no step is pending, queued, running or waiting."""
+    if run.replanning:
+        return  # a revision may add steps
+    steps = list(run.steps.all())
+    if any(s.status in UNFINISHED_STEP_STATUSES for s in steps):
+        return
+    failed = [s for s in steps if s.status == StepStatus.FAILED]
+    run.finished_at = timezone.now()
+    if failed:
+        run.move_to(RunStatus.FAILED)
+        run.error = "; ".join(f"step '{s.step_id}' failed: {s.error}" for s in failed)
+    else:
+        run.move_to(RunStatus.SUCCEEDED)
+        synthesis = next((s for s in steps if s.step_id == SYNTHESIS_STEP_ID), None)
+        # A baseline has no synthesizer: its one agent's answer is the deliverable.
+        last = synthesis or (steps[-1] if len(steps) == 1 else None)
+        run.result = last.output if last else ""
+    run.save()
+    event_append(run.pk, "run.status", {"status": run.status, "error": run.error})
+
+
+def run_end(run: Run, status: RunStatus, reason: str) -> None:
+    """End a run early (failed or cancelled).
+
+    What has not started is skipped (queued tasks find the run over and do nothing), pending
+    approvals are withdrawn, a re-plan in progress is abandoned, and a running step stops at
+    its next call and records why."""
+    run.move_to(status)
+    run.error = reason
+    run.finished_at = timezone.now()
+    run.replanning = False
+    run.save()
+    run.steps.move_to(
+        StepStatus.SKIPPED,
+        only_from={StepStatus.PENDING, StepStatus.QUEUED, StepStatus.WAITING},
+        error=f"not run: {reason}",
+    )
+    approvals_withdraw(run.pk, reason)
+    event_append(run.pk, "run.status", {"status": run.status, "error": reason})
+
+
+def run_fail(run_id: int, reason: str) -> None:
+    """Fail a run that is not finished yet, with the reason; takes the lock itself."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if not run.is_finished:
+            run_end(run, RunStatus.FAILED, reason)
+
+
+def approvals_withdraw(run_id: int, reason: str) -> int:
+    """Withdraw every pending approval of a run that ended; returns how many."""
+    count = Approval.objects.filter(run_id=run_id, state=Approval.State.PENDING).update(
+        state=Approval.State.WITHDRAWN, reason=reason, decided_at=timezone.now()
+    )
+    if count:
+        event_append(run_id, "approval.withdrawn", {"count": count, "reason": reason})
+        owner_notify(run_id)
+    return count

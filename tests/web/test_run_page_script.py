@@ -1,0 +1,88 @@
+"""The run page's script and the server agree: it describes every event type the catalogue
+has, colours every step status, ranks statuses from the server's table, and refreshes a step's
+card from the same template the page was first rendered with."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from django.urls import reverse
+
+from planner_ui.core.events import EventType
+from planner_ui.core.status import STEP_PROGRESS, StepStatus
+from planner_ui.models import Run
+from planner_ui.services.runs import run_approve_plan, run_plan
+from tests.services.test_runs import drive
+
+STATIC = Path(__file__).resolve().parents[2] / "static" / "planner_ui"
+
+
+def _function_body(source: str, name: str) -> str:
+    start = source.index(f"function {name}(")
+    depth, i = 0, source.index("{", start)
+    for j in range(i, len(source)):
+        depth += {"{": 1, "}": -1}.get(source[j], 0)
+        if depth == 0:
+            return source[i : j + 1]
+    raise AssertionError(f"no end to function {name}")
+
+
+def test_the_event_log_describes_every_event_type_and_no_other() -> None:
+    describe = _function_body((STATIC / "run.js").read_text(), "describe")
+    cases = set(re.findall(r'case "([a-z_]+\.[a-z_]+)"', describe))
+    assert cases == {str(t) for t in EventType}
+
+
+def test_every_type_the_live_part_reacts_to_is_in_the_catalogue() -> None:
+    apply = _function_body((STATIC / "run.js").read_text(), "apply")
+    cases = set(re.findall(r'case "([a-z_]+\.[a-z_]+)"', apply))
+    assert cases and cases <= {str(t) for t in EventType}
+
+
+def test_the_graph_colours_exactly_the_step_statuses() -> None:
+    graph = (STATIC / "graph.js").read_text()
+    colours = graph[graph.index("const COLORS") : graph.index("};", graph.index("const COLORS"))]
+    assert set(re.findall(r"^\s+(\w+): \{bg", colours, re.M)) == {str(s) for s in StepStatus}
+
+
+def test_the_page_ranks_statuses_from_the_servers_table(client_alice, alice) -> None:
+    run = Run.objects.create(owner=alice, task="Compute 2 + 2")
+    run_plan(run.pk)
+    body = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    data = re.search(r'<script id="step-progress" type="application/json">(.*?)</script>', body)
+    assert data is not None
+    assert json.loads(data.group(1)) == {str(k): v for k, v in STEP_PROGRESS.items()}
+    assert "statusRank = {" not in (STATIC / "run.js").read_text()
+
+
+def _card(body: str, step_id: str) -> str:
+    match = re.search(rf'<li class="step" id="step-{step_id}".*?\n</li>', body, re.S)
+    assert match is not None, f"no card for {step_id}"
+    return match.group(0)
+
+
+def test_a_refreshed_card_is_the_card_of_the_page(client_alice, alice) -> None:
+    run = Run.objects.create(owner=alice, task="Compute 1500 * 0.2 + 75")
+    run_plan(run.pk)
+    run_approve_plan(run.pk)
+    drive(run)
+    step = run.steps.exclude(step_id="synthesis").first()
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    response = client_alice.get(
+        reverse("run_step_cards", args=[run.pk]), {"steps": f"{step.step_id},synthesis,nope"}
+    )
+    assert response.status_code == 200
+    cards = response.content.decode()
+    assert cards.count('hx-swap-oob="true"') == 2
+    refreshed = _card(cards, step.step_id).replace(' hx-swap-oob="true"', "")
+    assert refreshed == _card(page, step.step_id)
+    assert "← 1500 * 0.2 + 75 = 375" in refreshed
+
+
+def test_another_users_cards_are_a_404(client_alice, make_user) -> None:
+    run = Run.objects.create(owner=make_user("bob"), task="Bob's secret task")
+    run_plan(run.pk)
+    response = client_alice.get(reverse("run_step_cards", args=[run.pk]), {"steps": "synthesis"})
+    assert response.status_code == 404
