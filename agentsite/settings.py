@@ -111,6 +111,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -165,6 +166,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_DEFAULT_QUEUE = "agentsite"
+# Celery closes a worker's database connection before and after every task unless told to
+# reuse it: opening one costs more than a short step's own queries. Closed every 2 x this many
+# tasks; Django still replaces a connection that broke.
+CELERY_DB_REUSE_MAX = int(os.environ.get("CELERY_DB_REUSE_MAX", "500"))
 
 # --- Models -------------------------------------------------------------------------------
 # Keys come from here or from an admin's ProviderCredential, which wins; they are never logged.

@@ -186,6 +186,11 @@ class Step(models.Model):
     role = models.CharField(max_length=32)
     tools = models.JSONField(default=list)
     depends_on = models.JSONField(default=list)
+    # Kept by services.scheduler: the steps that depend on this one, and how many of this
+    # step's own dependencies have not succeeded yet. A finishing step counts its dependents
+    # down and queues those that reach zero, without reading the rest of the run.
+    dependents = models.JSONField(default=list)
+    waiting_on = models.PositiveIntegerField(default=0)
     status = models.CharField(
         max_length=16, choices=_choices(StepStatus), default=StepStatus.PENDING
     )

@@ -93,6 +93,15 @@ def ready_steps(deps: Deps, done: Iterable[str], started: Iterable[str] = ()) ->
     ]
 
 
+def dependents(deps: Deps) -> dict[str, list[str]]:
+    """Each step's dependents (the steps that wait for it), in plan order; [] for none."""
+    found: dict[str, list[str]] = {node: [] for node in deps}
+    for node, parents in deps.items():
+        for parent in parents:
+            found.setdefault(parent, []).append(node)
+    return found
+
+
 def depth_layers(deps: Deps) -> dict[str, int]:
     """Each step's layer: 0 for steps with no dependencies, else 1 + the deepest dependency."""
     layer: dict[str, int] = {}

@@ -15,18 +15,27 @@ from django.db.models import F
 
 from planner_ui.core import pricing
 from planner_ui.core.errors import RunStopped
-from planner_ui.core.pricing import Price
+from planner_ui.core.events import EventType
+from planner_ui.core.pricing import Budget, Price
 from planner_ui.core.routing import role_of
+from planner_ui.core.status import TERMINAL_RUN_STATUSES
 from planner_ui.models import ModelCall, Run, Step
 from planner_ui.providers.base import Provider
 from planner_ui.providers.metered import CallRecord, MeteredProvider
 
-from .events import event_append
+from .events import event_record
 from .scheduler import run_fail
+
+_parsed: tuple[object, dict[str, Price]] | None = None
 
 
 def price_table() -> dict[str, Price]:
-    return pricing.parse_price_table(settings.AGENTSITE_PRICES)
+    """The settings' price table, parsed once (again when a test replaces the setting)."""
+    global _parsed
+    source = settings.AGENTSITE_PRICES
+    if _parsed is None or _parsed[0] is not source:
+        _parsed = (source, pricing.parse_price_table(source))
+    return _parsed[1]
 
 
 def price_of(provider: str, *models: str) -> Price | None:
@@ -37,31 +46,45 @@ def price_of(provider: str, *models: str) -> Price | None:
     return None
 
 
-def budget_spent(run: Run) -> str:
-    """Why the run's budget is spent by its totals as loaded, or "" while some is left."""
-    return run.budget.overrun(run.tokens_in + run.tokens_out, run.cost_usd)
+def metered(run: Run, step_id: str, provider: Provider) -> MeteredProvider:
+    """The provider, with every call gated by the run's state and budget and then recorded.
 
-
-def metered(run_id: int, step_id: str, provider: Provider) -> MeteredProvider:
-    """The provider, with every call gated by the run's state and budget and then recorded."""
+    The budget's limits are read once, with `run`; what the run has spent and whether it is
+    still running are read before every call, as other steps spend and a person may cancel."""
+    budget, run_id = run.budget, run.pk
 
     def gate(purpose: str) -> None:
-        run = Run.objects.get(pk=run_id)
-        if run.is_finished:
-            raise RunStopped(f"The run is {run.get_status_display()}, so no further model call.")
-        reason = budget_spent(run)
+        status, tokens, cost = _spent(run_id)
+        if status in TERMINAL_RUN_STATUSES:
+            label = dict(Run._meta.get_field("status").choices)[status]
+            raise RunStopped(f"The run is {label}, so no further model call.")
+        reason = budget.overrun(tokens, cost)
         if reason:
             budget_stop(run_id, reason)
             raise RunStopped(f"The run stopped because {reason}.")
 
     def record(call: CallRecord) -> None:
-        call_record(run_id, step_id, call, requested_model=provider.model)
+        call_record(run_id, step_id, call, requested_model=provider.model, budget=budget)
 
     return MeteredProvider(provider, gate=gate, record=record)
 
 
+def _spent(run_id: int) -> tuple[str, int, Decimal]:
+    status, tokens_in, tokens_out, cost = (
+        Run.objects.filter(pk=run_id)
+        .values_list("status", "tokens_in", "tokens_out", "cost_usd")
+        .get()
+    )
+    return status, tokens_in + tokens_out, cost
+
+
 def call_record(
-    run_id: int, step_id: str, call: CallRecord, *, requested_model: str = ""
+    run_id: int,
+    step_id: str,
+    call: CallRecord,
+    *,
+    requested_model: str = "",
+    budget: Budget | None = None,
 ) -> ModelCall:
     """Store one call and add it to the totals; stop the run if that spent its budget."""
     usage = call.usage
@@ -92,12 +115,19 @@ def call_record(
             stop_reason=call.stop_reason,
             error=call.error,
         )
-        Run.objects.filter(pk=run_id).update(**bumps)
         if step_id:
             Step.objects.filter(run_id=run_id, step_id=step_id).update(**bumps)
-        event_append(
+        # The totals and the event's sequence number in one statement on the run's row.
+        Run.objects.filter(pk=run_id).update(**bumps, last_event_seq=F("last_event_seq") + 1)
+        seq, status, tokens_in, tokens_out, spent_usd = (
+            Run.objects.filter(pk=run_id)
+            .values_list("last_event_seq", "status", "tokens_in", "tokens_out", "cost_usd")
+            .get()
+        )
+        event_record(
             run_id,
-            "model.call",
+            seq,
+            EventType.MODEL_CALL,
             {
                 "role": row.role,
                 "model": row.label,
@@ -111,9 +141,10 @@ def call_record(
             },
             step_id=step_id,
         )
-        run = Run.objects.get(pk=run_id)
-    reason = budget_spent(run)
-    if reason and not run.is_finished:
+    if budget is None:
+        budget = Run.objects.get(pk=run_id).budget
+    reason = budget.overrun(tokens_in + tokens_out, spent_usd)
+    if reason and status not in TERMINAL_RUN_STATUSES:
         budget_stop(run_id, reason)
     return row
 

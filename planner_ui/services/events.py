@@ -6,13 +6,12 @@ import json
 import logging
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 
 from planner_ui.core.events import EventType, check_event
 from planner_ui.models import Run, RunEvent
+
+from .broadcast import after_commit
 
 log = logging.getLogger(__name__)
 
@@ -27,19 +26,14 @@ def user_group(user_id: int) -> str:
 
 def user_broadcast(user_id: int, message: dict[str, Any]) -> None:
     """Tell a user's open pages (the approvals badge and inbox) that something changed."""
-    try:
-        async_to_sync(get_channel_layer().group_send)(
-            user_group(user_id), {"type": "user.notice", "notice": message}
-        )
-    except Exception:
-        log.warning("could not notify user %s", user_id, exc_info=True)
+    after_commit().publish(user_group(user_id), {"type": "user.notice", "notice": message})
 
 
 def owner_notify(run_id: int) -> None:
     """Tell the run owner's open pages (the approvals badge, the inbox), after commit."""
     owner_id = Run.objects.filter(pk=run_id).values_list("owner_id", flat=True).first()
     if owner_id is not None:
-        transaction.on_commit(lambda: user_broadcast(owner_id, {"type": "approvals.changed"}))
+        user_broadcast(owner_id, {"type": "approvals.changed"})
 
 
 def event_append(
@@ -49,33 +43,43 @@ def event_append(
     *,
     step_id: str = "",
 ) -> RunEvent:
-    """Store the next event of the run; broadcast it after the transaction commits."""
+    """Store the next event of the run; publish it to the run's watchers once the transaction
+    commits, with the transaction's other events, after its tasks are enqueued."""
     payload = payload or {}
     kind = check_event(type, payload)
-    with transaction.atomic():
+    # No savepoint of its own: inside a caller's transaction the event lives or dies with it.
+    with transaction.atomic(savepoint=False):
         # The UPDATE locks the run row until commit, so sequence numbers never collide.
-        Run.objects.filter(pk=run_id).update(last_event_seq=F("last_event_seq") + 1)
-        seq = Run.objects.filter(pk=run_id).values_list("last_event_seq", flat=True).get()
-        event = RunEvent.objects.create(
-            run_id=run_id, seq=seq, type=kind, step_id=step_id, payload=payload
-        )
-        transaction.on_commit(lambda: _broadcast(run_id, event.as_message()))
+        with connection.cursor() as cursor:
+            cursor.execute(_NEXT_SEQ, [run_id])
+            (seq,) = cursor.fetchone()
+        return _record(run_id, seq, kind, payload, step_id)
+
+
+def event_record(
+    run_id: int, seq: int, type: EventType, payload: dict[str, Any], *, step_id: str = ""
+) -> RunEvent:
+    """Store an event whose sequence number the caller took from the run's row in this same
+    transaction (services.accounting bumps it with the usage totals); publish it after commit."""
+    return _record(run_id, seq, check_event(type, payload), payload, step_id)
+
+
+def _record(
+    run_id: int, seq: int, kind: EventType, payload: dict[str, Any], step_id: str
+) -> RunEvent:
+    event = RunEvent.objects.create(
+        run_id=run_id, seq=seq, type=kind, step_id=step_id, payload=payload
+    )
+    message = event.as_message()
+    after_commit().publish(
+        run_group(run_id),
+        # Serialized once here, forwarded as it is to every watcher.
+        {"type": "run.event", "seq": seq, "json": json.dumps({"type": "event", "event": message})},
+    )
     return event
 
 
-def _broadcast(run_id: int, message: dict[str, Any]) -> None:
-    # The event is already stored; a watcher that misses it gets it on replay.
-    try:
-        async_to_sync(get_channel_layer().group_send)(
-            run_group(run_id),
-            # Serialized once here, forwarded as it is to every watcher.
-            {
-                "type": "run.event",
-                "seq": message["seq"],
-                "json": json.dumps({"type": "event", "event": message}),
-            },
-        )
-    except Exception:
-        log.warning(
-            "could not broadcast event %s of run %s", message.get("seq"), run_id, exc_info=True
-        )
+_NEXT_SEQ = (
+    f"UPDATE {Run._meta.db_table} SET last_event_seq = last_event_seq + 1 "
+    "WHERE id = %s RETURNING last_event_seq"
+)

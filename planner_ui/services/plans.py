@@ -34,8 +34,10 @@ def materialize_steps(run: Run, plan: Plan) -> None:
     """Materialize the plan's steps, plus the synthesizer that joins the plan's last steps."""
     run.steps.all().delete()
     deps = plan.dependencies()
-    for position, step in enumerate(plan.steps):
-        Step.objects.create(
+    synthesis_deps = dag.sinks(deps)
+    dependents = dag.dependents({**deps, SYNTHESIS_STEP_ID: synthesis_deps})
+    rows = [
+        Step(
             run=run,
             step_id=step.id,
             position=position,
@@ -45,16 +47,25 @@ def materialize_steps(run: Run, plan: Plan) -> None:
             tools=step.tools,
             depends_on=step.depends_on,
         )
-    Step.objects.create(
-        run=run,
-        step_id=SYNTHESIS_STEP_ID,
-        position=len(plan.steps),
-        title="Assemble the deliverable",
-        instruction="Combine the outputs of the plan into the final deliverable for the task.",
-        role=SYNTHESIZER_ROLE,
-        tools=[],
-        depends_on=dag.sinks(deps),
+        for position, step in enumerate(plan.steps)
+    ]
+    rows.append(
+        Step(
+            run=run,
+            step_id=SYNTHESIS_STEP_ID,
+            position=len(plan.steps),
+            title="Assemble the deliverable",
+            instruction="Combine the outputs of the plan into the final deliverable for the task.",
+            role=SYNTHESIZER_ROLE,
+            tools=[],
+            depends_on=synthesis_deps,
+        )
     )
+    for row in rows:
+        # Nothing has run yet: every dependency is still to succeed.
+        row.dependents = dependents[row.step_id]
+        row.waiting_on = len(row.depends_on)
+    Step.objects.bulk_create(rows)
 
 
 def _lock_for_change(run_id: int, base_version: int) -> tuple[Run, PlanVersion]:

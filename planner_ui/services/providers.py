@@ -117,4 +117,4 @@ def provider_for(purpose: str, routes: Mapping[str, str] | None = None) -> Provi
 
 def run_provider(run: Run, purpose: str, step_id: str = "") -> MeteredProvider:
     """The provider a part of `run` calls, gated by the run's budget and every call recorded."""
-    return metered(run.pk, step_id, provider_for(purpose, run.routes))
+    return metered(run, step_id, provider_for(purpose, run.routes))

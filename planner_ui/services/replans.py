@@ -27,7 +27,7 @@ from planner_ui.tools import REGISTRY, tool_names
 
 from .events import event_append
 from .providers import run_provider
-from .scheduler import dispatch_ready, run_fail, run_finish_if_done
+from .scheduler import dependencies_count, dispatch_ready, run_fail, run_finish_if_done
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +135,7 @@ def _apply(run: Run, plan: Plan, note: str, keep: set[str]) -> PlanVersion:
         note=note,
     )
     _rematerialize(run, plan, keep, number)
+    dependencies_count(run)
     run.replanning = False
     run.save(update_fields=["replanning"])
     event_append(

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from planner_ui import tasks
@@ -21,6 +22,7 @@ from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import UNFINISHED_STEP_STATUSES, RunStatus, StepStatus
 from planner_ui.models import Approval, Run, Step
 
+from .broadcast import after_commit
 from .events import event_append, owner_notify
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,7 @@ def _enqueue(run_id: int, task: Any, *args: Any) -> None:
                 "(`make run` does both), then submit the task again.",
             )
 
-    transaction.on_commit(send)
+    after_commit().enqueue(send)
 
 
 def plan_enqueue(run: Run) -> None:
@@ -61,15 +63,31 @@ def revision_enqueue(run_id: int, proposal_id: int) -> None:
 # --- dispatch --------------------------------------------------------------------------------
 
 
-def dispatch_ready(run: Run) -> list[str]:
-    """Queue every pending step whose dependencies all succeeded."""
+def dependencies_count(run: Run) -> None:
+    """Set every step's dependents and count of dependencies not yet succeeded, from the steps
+    as they are: after the steps are made or re-made from a plan."""
+    steps = list(run.steps.all())
+    done = {s.step_id for s in steps if s.status == StepStatus.SUCCEEDED}
+    dependents = dag.dependents({s.step_id: s.depends_on for s in steps})
+    for step in steps:
+        step.dependents = sorted(dependents.get(step.step_id, ()))
+        step.waiting_on = sum(1 for dep in step.depends_on if dep not in done)
+    Step.objects.bulk_update(steps, ["dependents", "waiting_on"])
+
+
+def dispatch_ready(run: Run, succeeded: Step | None = None) -> list[str]:
+    """Queue the pending steps whose dependencies all succeeded: after `succeeded`, only its
+    dependents (counted down by one); without it, every one of the run's."""
+    if succeeded is not None and succeeded.dependents:
+        Step.objects.filter(run=run, step_id__in=succeeded.dependents).update(
+            waiting_on=F("waiting_on") - 1
+        )
     if run.replanning:
         return []  # the plan is being revised: what is left may change
-    steps = list(run.steps.all())
-    deps = {s.step_id: s.depends_on for s in steps}
-    done = [s.step_id for s in steps if s.status == StepStatus.SUCCEEDED]
-    started = [s.step_id for s in steps if s.status != StepStatus.PENDING]
-    ready = dag.ready_steps(deps, done, started)
+    candidates = run.steps.filter(status=StepStatus.PENDING, waiting_on=0)
+    if succeeded is not None:
+        candidates = candidates.filter(step_id__in=succeeded.dependents)
+    ready = list(candidates.values_list("step_id", flat=True))
     for step_id in ready:
         # Conditional, so two finishing parents can never queue the same child twice.
         if Step.objects.filter(run=run, step_id=step_id).move_to(
@@ -97,7 +115,7 @@ def step_settled(run: Run, step: Step) -> None:
     if run.status != RunStatus.RUNNING:
         return
     if step.status == StepStatus.SUCCEEDED:
-        dispatch_ready(run)
+        dispatch_ready(run, succeeded=step)
     elif step.status == StepStatus.FAILED and replan_start(run, step):
         return  # the revision decides what happens to the steps that are left
     else:
@@ -145,9 +163,9 @@ def run_finish_if_done(run: Run) -> None:
     """Close a running run once no step is pending, queued, running or waiting."""
     if run.replanning:
         return  # a revision may add steps
-    steps = list(run.steps.all())
-    if any(s.status in UNFINISHED_STEP_STATUSES for s in steps):
+    if run.steps.filter(status__in=UNFINISHED_STEP_STATUSES).exists():
         return
+    steps = list(run.steps.all())
     failed = [s for s in steps if s.status == StepStatus.FAILED]
     run.finished_at = timezone.now()
     if failed:

@@ -46,11 +46,13 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
             Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True)
         )
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
-        if run.status != RunStatus.RUNNING:
-            return None
         now = timezone.now()
-        claimed = Step.objects.filter(claimable, run=run, step_id=step_id).move_to(
+        # One conditional UPDATE, joined with the run's status rather than locking its row: a
+        # cancel that commits first leaves nothing claimable, one that commits after stops the
+        # step at its next call.
+        claimed = Step.objects.filter(
+            claimable, run_id=run_id, step_id=step_id, run__status=RunStatus.RUNNING
+        ).move_to(
             StepStatus.RUNNING,
             attempts=F("attempts") + 1,
             started_at=now,
@@ -61,12 +63,15 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
             if (
                 redelivered
                 and Step.objects.filter(
-                    run=run, step_id=step_id, status=StepStatus.RUNNING
+                    run_id=run_id,
+                    step_id=step_id,
+                    status=StepStatus.RUNNING,
+                    run__status=RunStatus.RUNNING,
                 ).exists()
             ):
                 raise StepBusy(step_id)
             return None
-        step = Step.objects.get(run=run, step_id=step_id)
+        step = Step.objects.select_related("run").get(run_id=run_id, step_id=step_id)
         event_append(
             run_id, "step.started", {"attempt": step.attempts, "worker": worker}, step_id=step_id
         )
@@ -75,7 +80,10 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
 
 def _context_for(step: Step) -> list[tuple[str, str, str]]:
     parents = {
-        s.step_id: s for s in Step.objects.filter(run_id=step.run_id, step_id__in=step.depends_on)
+        s.step_id: s
+        for s in Step.objects.filter(run_id=step.run_id, step_id__in=step.depends_on).only(
+            "step_id", "title", "output"
+        )
     }
     return [
         (sid, parents[sid].title, parents[sid].output) for sid in step.depends_on if sid in parents
@@ -177,19 +185,22 @@ def step_finish(
     the reason rather than failed."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        step = Step.objects.get(run=run, step_id=step_id)
-        if step.status != StepStatus.RUNNING:
-            return  # finished already by another delivery of the same task
-        step.finished_at = timezone.now()
-        step.model = model
         if outcome is not None:
             # Tokens and cost were added call by call (services.accounting).
-            step.status = StepStatus.SUCCEEDED
-            step.output = outcome.output
+            status, fields = StepStatus.SUCCEEDED, {"output": outcome.output}
         else:
-            step.status = StepStatus.SKIPPED if stopped else StepStatus.FAILED
-            step.error = error
-        step.save()
+            status = StepStatus.SKIPPED if stopped else StepStatus.FAILED
+            fields = {"error": error}
+        finished = Step.objects.filter(run=run, step_id=step_id).move_to(
+            status,
+            only_from={StepStatus.RUNNING},
+            finished_at=timezone.now(),
+            model=model,
+            **fields,
+        )
+        if not finished:
+            return  # finished already by another delivery of the same task
+        step = Step.objects.get(run=run, step_id=step_id)
         live_text_clear(run_id, step_id)
         if step.status == StepStatus.SUCCEEDED:
             event_append(

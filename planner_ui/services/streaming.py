@@ -18,10 +18,9 @@ from functools import cache
 from typing import Any
 
 import redis
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.conf import settings
 
+from .broadcast import group_publish
 from .events import run_group
 
 log = logging.getLogger(__name__)
@@ -92,13 +91,10 @@ def text_broadcaster(run_id: int, step_id: str) -> Callable[[int], TextStream]:
 
 
 def text_broadcast(run_id: int, message: dict[str, Any]) -> None:
-    try:
-        async_to_sync(get_channel_layer().group_send)(
-            run_group(run_id), {"type": "run.text", "json": json.dumps({"type": "text", **message})}
-        )
-    except Exception:
-        # Live text is a courtesy: the step's output is stored when it finishes.
-        log.warning("could not broadcast live text of run %s", run_id, exc_info=True)
+    # Live text is a courtesy, published as it comes: the step's output is stored when it ends.
+    group_publish(
+        [(run_group(run_id), {"type": "run.text", "json": json.dumps({"type": "text", **message})})]
+    )
 
 
 # --- the text so far, for watchers who join mid-step -------------------------------------------

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from planner_ui.core.dag import (
     ancestors,
     critical_path,
+    dependents,
     depth_layers,
     find_cycle,
     ready_steps,
@@ -259,3 +260,13 @@ def test_ancestors_follow_dependencies_transitively():
     assert ancestors(deps, "e") == {"a", "b", "c", "d"}
     assert ancestors(deps, "c") == {"a", "b"}
     assert ancestors(deps, "a") == set()
+
+
+def test_dependents_are_the_steps_that_wait_for_each_step() -> None:
+    assert dependents(DIAMOND) == {
+        "fetch": ["left", "right"],
+        "left": ["join"],
+        "right": ["join"],
+        "join": [],
+    }
+    assert dependents({}) == {}

@@ -12,6 +12,7 @@ from planner_ui.agents.executor import StepOutcome
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Run, RunEvent, Step
 from planner_ui.services.events import event_append
+from planner_ui.services.scheduler import dependencies_count
 from planner_ui.services.steps import step_finish
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db(transaction=True)]
@@ -68,6 +69,7 @@ def test_two_parents_finishing_at_once_queue_their_child_exactly_once(make_user)
             depends_on=deps,
             status=StepStatus.RUNNING if not deps else StepStatus.PENDING,
         )
+    dependencies_count(run)
 
     def finish(index: int) -> None:
         step_finish(run.pk, "ab"[index], outcome=StepOutcome(output=f"out {index}"))
