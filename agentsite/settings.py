@@ -100,6 +100,7 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several processes (Daphne, workers) share one SQLite file: wait for locks instead of
     # failing, take the write lock up front, and let readers run beside a writer.
+    DATABASES["default"]["ENGINE"] = "agentsite.sqlite"
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
         "transaction_mode": "IMMEDIATE",

@@ -53,9 +53,9 @@ def redis_url() -> Iterator[str]:
 def _database_url() -> str:
     """The URL of the test database as pytest-django set it up, for child processes."""
     db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
+    if connection.vendor == "sqlite":
         return f"sqlite:///{db['NAME']}"
-    if db["ENGINE"].endswith("postgresql"):
+    if connection.vendor == "postgresql":
         auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
         return f"postgres://{auth}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
     raise RuntimeError(f"no child-process URL for database engine {db['ENGINE']}")

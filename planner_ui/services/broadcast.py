@@ -42,22 +42,30 @@ def _layer_config() -> dict[str, Any]:
     return settings.CHANNEL_LAYERS["default"]
 
 
-def group_publish(messages: Iterable[tuple[str, dict[str, Any]]]) -> None:
-    """Send each (group, message) to the group's consumers, in order; never raises: watchers
-    that miss a message catch up from the event log."""
+def group_publish(
+    messages: Iterable[tuple[str, dict[str, Any]]],
+    *,
+    along: Callable[[redis.client.Pipeline], None] | None = None,
+) -> None:
+    """Send each (group, message) to the group's consumers, in order, with the Redis commands
+    `along` adds to the same round trip; never raises: watchers that miss a message catch up
+    from the event log."""
     messages = list(messages)
-    if not messages:
+    if not messages and along is None:
         return
     try:
         config = _layer_config()
+        pipe = _client().pipeline(transaction=False)
+        if along is not None:
+            along(pipe)
         if config["BACKEND"] != PUBSUB_LAYER:
+            pipe.execute()
             layer = get_channel_layer()
             for group, message in messages:
                 async_to_sync(layer.group_send)(group, message)
             return
         prefix = config.get("CONFIG", {}).get("prefix", "asgi")
         serialize = get_channel_layer().serialize
-        pipe = _client().pipeline(transaction=False)
         for group, message in messages:
             pipe.publish(f"{prefix}__group__{group}", serialize(message))
         pipe.execute()

@@ -74,27 +74,26 @@ def text_broadcaster(run_id: int, step_id: str) -> Callable[[int], TextStream]:
 
     def stream(iteration: int) -> TextStream:
         def send(piece: str, text: str) -> None:
-            live_text_save(run_id, step_id, iteration, text)
-            text_broadcast(
-                run_id,
-                {
-                    "step_id": step_id,
-                    "iteration": iteration,
-                    "offset": utf16_len(text) - utf16_len(piece),
-                    "text": piece,
-                },
+            message = {
+                "step_id": step_id,
+                "iteration": iteration,
+                "offset": utf16_len(text) - utf16_len(piece),
+                "text": piece,
+            }
+            # Kept for late joiners and published in one round trip.
+            group_publish(
+                [
+                    (
+                        run_group(run_id),
+                        {"type": "run.text", "json": json.dumps({"type": "text", **message})},
+                    )
+                ],
+                along=lambda pipe: _live_text_keep(pipe, run_id, step_id, iteration, text),
             )
 
         return TextStream(send)
 
     return stream
-
-
-def text_broadcast(run_id: int, message: dict[str, Any]) -> None:
-    # Live text is a courtesy, published as it comes: the step's output is stored when it ends.
-    group_publish(
-        [(run_group(run_id), {"type": "run.text", "json": json.dumps({"type": "text", **message})})]
-    )
 
 
 # --- the text so far, for watchers who join mid-step -------------------------------------------
@@ -110,13 +109,21 @@ def _redis() -> redis.Redis:
 
 
 def live_text_save(run_id: int, step_id: str, iteration: int, text: str) -> None:
+    """Keep a step's text so far (streams do it as they publish)."""
     try:
-        client = _redis()
-        key = _live_key(run_id)
-        client.hset(key, step_id, json.dumps({"iteration": iteration, "text": text}))
-        client.expire(key, LIVE_TTL_S)
+        pipe = _redis().pipeline(transaction=False)
+        _live_text_keep(pipe, run_id, step_id, iteration, text)
+        pipe.execute()
     except redis.RedisError:
         log.warning("could not keep the live text of run %s", run_id, exc_info=True)
+
+
+def _live_text_keep(
+    pipe: redis.client.Pipeline, run_id: int, step_id: str, iteration: int, text: str
+) -> None:
+    key = _live_key(run_id)
+    pipe.hset(key, step_id, json.dumps({"iteration": iteration, "text": text}))
+    pipe.expire(key, LIVE_TTL_S)
 
 
 def live_text_clear(run_id: int, step_id: str) -> None:
