@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 IS_311 := import sys; sys.exit(sys.version_info[:2] != (3, 11))
 
-.PHONY: run test test-postgres bench lint format clean
+.PHONY: run test test-postgres bench bench-throughput lint format clean
 
 # Re-installs when pyproject.toml changes; re-creates a virtualenv of another Python version.
 $(STAMP): pyproject.toml
@@ -54,6 +54,15 @@ test-postgres: $(STAMP)
 # (not a test; see README, "Benchmark"). BENCH_ARGS="--shapes layered --sizes 32" passes options.
 bench: $(STAMP)
 	$(PY) -m bench $(BENCH_ARGS)
+
+# Many small runs at once: steps per second and CPU per step, on SQLite and then on PostgreSQL
+# when one answers (BENCH_POSTGRES_URL; its database is created if missing).
+BENCH_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/agentsite_bench
+bench-throughput: $(STAMP)
+	$(PY) -m bench --throughput 200 $(BENCH_ARGS)
+	@if $(PY) scripts/ensure-database.py '$(BENCH_POSTGRES_URL)'; then \
+	  DATABASE_URL=$(BENCH_POSTGRES_URL) $(PY) -m bench --throughput 200 $(BENCH_ARGS); \
+	else echo "No PostgreSQL answers at $(BENCH_POSTGRES_URL): measured on SQLite only."; fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

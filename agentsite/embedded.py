@@ -129,15 +129,17 @@ def start_worker(
     pool: str = "prefork",
     loglevel: str = "INFO",
     log_path: Path | None = None,
+    app: str = "agentsite",
+    queue: str = "agentsite",
 ) -> subprocess.Popen:
-    """Start one Celery worker process on the agentsite queue.
+    """Start one Celery worker process of `app` (the agentsite one) on `queue`.
 
     env is laid over os.environ. Celery reads a hostname without "@" as the host part, so
     "worker-%h" names the node "celery@worker-<host>"; pass "name@%h" to choose the name.
     """
     command = [
-        sys.executable, "-m", "celery", "-A", "agentsite", "worker",
-        "-Q", "agentsite",
+        sys.executable, "-m", "celery", "-A", app, "worker",
+        "-Q", queue,
         "-P", pool,
         "-c", str(concurrency),
         "-n", hostname,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import shapes  # plain Python: Django is set up later, with the bench's folder
+from bench.report import table, targets
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -50,9 +51,10 @@ DEFINITIONS = {
     "model_call": "ModelCall.latency_ms: the simulated latency plus what the provider does "
     "around it (live text flushed to Redis and the watchers every 0.1 s)",
     "cpu": "CPU seconds used during the run (approval to end) by the benchmark's own processes "
-    "(this one, Redis, the worker and its pool, Daphne) and by everything else on the "
-    "machine; busy_fraction is the share of all cores busy; worker_ms_per_step is the worker's "
-    "CPU (pool included) per step, daphne_us_per_message Daphne's per WebSocket message sent",
+    "(this one, Redis, the worker and its pool, the ASGI servers) and by everything else on "
+    "the machine; busy_fraction is the share of all cores busy; worker_ms_per_step is the "
+    "worker's CPU (pool included) per step, daphne_us_per_message the ASGI servers' per "
+    "WebSocket message sent",
     "websocket": "per event message per client: arrival time at the client minus the event's "
     "'at' (RunEvent.created_at, stamped before the commit and the Redis publish); live-text "
     "messages carry no time and are not counted",
@@ -83,6 +85,18 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"worker slots; default: the widest DAG's width, at most {MAX_DEFAULT_SLOTS}",
     )
     parser.add_argument("--pool", choices=["prefork", "threads"], default="prefork")
+    parser.add_argument(
+        "--asgi",
+        choices=["daphne", "uvicorn"],
+        default="daphne",
+        help="the ASGI server the watchers talk to (uvicorn only where it is installed)",
+    )
+    parser.add_argument(
+        "--asgi-processes",
+        type=int,
+        default=1,
+        help="ASGI server processes, each on a port of its own; watchers are dealt out over them",
+    )
     parser.add_argument("--seed", type=int, default=1, help="seed of the layered DAGs")
     parser.add_argument(
         "--repeat",
@@ -92,6 +106,19 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--keep-runs", action="store_true", help="keep the benchmark's runs in the database"
+    )
+    parser.add_argument(
+        "--throughput",
+        type=int,
+        default=0,
+        metavar="RUNS",
+        help="instead of the shapes: approve this many small runs at once and report steps per "
+        "second and CPU per step",
+    )
+    parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="skip the raw-Celery floor (the same DAGs as bare Celery tasks, run afterwards)",
     )
     args = parser.parse_args(argv)
     args.shapes = [name.strip() for name in args.shapes.split(",") if name.strip()]
@@ -149,14 +176,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     started = time.monotonic()
     stack = scheduler.stack_start(
-        latency_s=args.latency, slots=slots, pool=args.pool, log_dir=settings.VAR_DIR / "logs"
+        latency_s=args.latency,
+        slots=slots,
+        pool=args.pool,
+        log_dir=settings.VAR_DIR / "logs",
+        asgi=args.asgi,
+        asgi_processes=args.asgi_processes,
     )
     watchers = None
     run_ids: list[int] = []
     results: list[dict[str, Any]] = []
     try:
         owner = scheduler.bench_user()
-        watchers = Watchers(scheduler.HOST, stack.port, scheduler.session_cookie(owner))
+        watchers = Watchers(scheduler.HOST, stack.ports, scheduler.session_cookie(owner))
 
         def measure(shape: shapes.Shape, clients: int) -> dict[str, Any]:
             figures = scheduler.run_measure(
@@ -174,11 +206,17 @@ def main(argv: list[str] | None = None) -> int:
         # A warm-up, not reported: the worker's processes open their database connections and
         # import the executor's modules on their first task.
         measure(shapes.build("fanout", max(3, slots + 1), seed=args.seed, width=args.width), 0)
+        if args.throughput:
+            return _throughput(args, owner, stack, slots, run_ids, started)
         for plan in plans:
             for repeat in range(1, args.repeat + 1):
                 figures = measure(plan, args.clients)
                 results.append({"repeat": repeat, **figures})
                 _say(_progress_line(figures))
+        if not args.no_floor:
+            watchers.shutdown()
+            watchers = None
+            floors = _floor(plans, stack, args, slots)
     finally:
         if watchers is not None:
             watchers.shutdown()
@@ -187,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
             scheduler.runs_delete(run_ids)
 
     summary = _medians(results)
+    if not args.no_floor:
+        for run in summary:
+            run["floor"] = floors[(run["shape"], run["plan_steps"])]
     report = {
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": _commit(),
@@ -203,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             "width": args.width,
             "seed": args.seed,
             "repeat": args.repeat,
+            "asgi": f"{args.asgi} x {args.asgi_processes}",
             "database": connection.vendor,
             "redis": stack.redis,
         },
@@ -211,13 +253,71 @@ def main(argv: list[str] | None = None) -> int:
         # One row per shape and size: of its repeats, the one with the median makespan.
         "summary": summary,
         "runs": results,
-        "targets": _targets(summary, args.latency),
+        "targets": targets(summary, args.latency),
         "wall_s": round(time.monotonic() - started, 1),
     }
     path = _write(report)
-    print(_table(report))
+    print(table(report))
     print(f"\nWritten to {path.relative_to(BASE_DIR)} and bench/results/latest.json")
     return 0
+
+
+def _throughput(
+    args: argparse.Namespace, owner: Any, stack: Any, slots: int, run_ids: list, started: float
+) -> int:
+    from django.db import connection
+
+    from bench.throughput import throughput_measure, throughput_table
+
+    _say(f"Throughput: {args.throughput} runs approved at once ...")
+    figures = throughput_measure(args.throughput, owner=owner, stack=stack, size=3, timeout_s=600.0)
+    run_ids += figures.pop("run_ids")
+    report = {
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": _commit(),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "settings": {
+            "latency_s": args.latency,
+            "slots": slots,
+            "pool": args.pool,
+            "database": connection.vendor,
+            "redis": stack.redis,
+        },
+        "throughput": figures,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+    path = _write(report, latest=False)
+    print(throughput_table(figures, connection.vendor, slots))
+    print(f"\nWritten to {path.relative_to(BASE_DIR)}")
+    return 0
+
+
+def _floor(plans: list, stack: Any, args: argparse.Namespace, slots: int) -> dict:
+    """The same DAGs as bare Celery tasks on the same Redis, agentsite's processes stopped."""
+    from django.conf import settings
+
+    from bench.floor import floor_run
+
+    _say("The raw-Celery floor: the same DAGs as bare tasks on the same Redis ...")
+    stack.stop(keep_redis=True)
+    stack.start_floor(slots=slots, pool=args.pool)
+    floors = {}
+    for plan in plans:
+        timeout = 60 + 20 * len(plan.with_synthesis()) * max(args.latency, 0.1)
+        runs = [
+            floor_run(
+                plan,
+                latency_s=args.latency,
+                slots=slots,
+                redis_url=settings.REDIS_URL,
+                timeout_s=timeout,
+            )
+            for _ in range(args.repeat)
+        ]
+        chosen = sorted(runs, key=lambda run: run["makespan_s"])[(len(runs) - 1) // 2]
+        floors[(plan.name, plan.size)] = chosen
+        _say(f"  floor, {plan.name} of {plan.size}: makespan {chosen['makespan_s']:.2f} s")
+    return floors
 
 
 def _medians(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -261,162 +361,14 @@ def _progress_line(figures: dict[str, Any]) -> str:
     )
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-def _pair(figures: dict[str, Any]) -> str:
-    return f"{_ms(figures['p50_ms'])} / {_ms(figures['p99_ms'])}"
-
-
-def _table(report: dict[str, Any]) -> str:
-    config = report["settings"]
-    columns = (
-        ("shape", "<8"),
-        ("steps", ">5"),
-        ("width", ">5"),
-        ("path", ">4"),
-        ("makespan", ">8"),
-        ("ideal", ">6"),
-        ("ratio", ">5"),
-        ("speedup", ">12"),
-        ("step+", ">5"),
-        ("dispatch ms", ">13"),
-        ("ws event ms", ">15"),
-        ("busy", ">4"),
-        ("others", ">6"),
-    )
-    header = " ".join(f"{name:{align}}" for name, align in columns)
-    lines = [
-        f"latency {config['latency_s']} s per model call, {config['slots']} worker slots "
-        f"({config['pool']}), {config['clients']} WebSocket clients per run, "
-        f"{config['database']}, Redis {config['redis']}, {report['machine']['cpus']} CPUs",
-        "",
-        header,
-        "-" * len(header),
-    ]
-    for run in report["summary"]:
-        cpu = run["cpu"]
-        busy = "-" if cpu["busy_fraction"] is None else f"{cpu['busy_fraction']:.0%}"
-        others = "-" if cpu["others_s"] is None else f"{cpu['others_s']:.1f}s"
-        cells = (
-            run["shape"],
-            run["plan_steps"],
-            run["width"],
-            run["critical_path_steps"],
-            f"{run['makespan_s']:.2f}s",
-            f"{run['ideal_makespan_s']:.2f}s",
-            "-" if run["makespan_over_ideal"] is None else f"{run['makespan_over_ideal']:.2f}",
-            f"{run['speedup']:.2f} ({run['ideal_speedup']:.2f})",
-            f"{run['step_overhead_p50_ms']:.0f}",
-            _pair(run["dispatch"]),
-            _pair(run["websocket"]) if run["websocket"]["clients"] else "-",
-            busy,
-            others,
-        )
-        lines.append(
-            " ".join(f"{cell:{align}}" for cell, (_, align) in zip(cells, columns, strict=True))
-        )
-    lines += [
-        "",
-        "steps: plan steps (the synthesis step runs after them in every plan); width: widest "
-        "layer; path: critical path in steps, synthesis included",
-        "makespan: plan approval to the last step's end; ideal: path x latency (a slot-limited "
-        "schedule when slots < width); ratio: makespan / ideal",
-        "speedup: steps x latency / makespan (ideal: steps / path); step+: median step duration "
-        "minus the latency, ms",
-        "dispatch: a step's start minus its last dependency's end; ws event: arrival at a client "
-        "minus the event's created_at; both p50 / p99",
-        "busy: share of all CPUs busy during the run; others: CPU seconds used meanwhile by "
-        "processes the benchmark did not start",
-        "",
-        *(
-            f"{'met   ' if target['met'] else 'MISSED'} {target['text']}"
-            for target in report["targets"]
-        ),
-    ]
-    waited = [
-        f"{run['shape']} {run['plan_steps']} ({run['dispatch']['waited_for_slot']})"
-        for run in report["summary"]
-        if run["dispatch"]["waited_for_slot"]
-    ]
-    if waited:
-        lines.append(
-            "Steps that waited for a free slot are left out of dispatch: " + ", ".join(waited)
-        )
-    others = [
-        run["cpu"]["others_s"] for run in report["runs"] if run["cpu"]["others_s"] is not None
-    ]
-    capacity = sum(run["cpu"]["window_s"] for run in report["runs"]) * report["machine"]["cpus"]
-    if others and capacity and sum(others) / capacity > 0.1:
-        lines.append(
-            f"Processes not started by the benchmark (other programs; an external database or "
-            f"Redis) kept {sum(others) / capacity:.0%} of the CPUs busy during the runs."
-        )
-    missing = sum(run["websocket"]["missing"] for run in report["runs"])
-    if missing:
-        lines.append(f"WebSocket clients missed {missing} event messages in all.")
-    return "\n".join(lines)
-
-
-def _targets(runs: list[dict[str, Any]], latency_s: float) -> list[dict[str, Any]]:
-    """The issue's targets, checked against the runs they are about."""
-    targets = []
-    for run in runs:
-        if (
-            run["shape"] == "layered"
-            and run["plan_steps"] == 32
-            and run["width"] == 8
-            and run["slots"] >= 8
-            and latency_s == 0.2
-        ):
-            targets.append(
-                {
-                    "met": run["makespan_over_ideal"] <= 1.10,
-                    "text": f"makespan within 10% of ideal, 32-step 8-wide DAG at 200 ms: "
-                    f"{run['makespan_s']:.2f} s for {run['ideal_makespan_s']:.2f} s "
-                    f"({(run['makespan_over_ideal'] - 1):+.0%})",
-                }
-            )
-    # With more ready steps than slots, a step also queues for a slot: not what this is about.
-    dispatch = [
-        run["dispatch"]["p50_ms"]
-        for run in runs
-        if run["dispatch"]["count"] and run["width"] <= run["slots"]
-    ]
-    if dispatch:
-        worst = max(dispatch)
-        targets.append(
-            {
-                "met": worst < 20,
-                "text": f"dispatch latency p50 < 20 ms: {min(dispatch):.1f} to {worst:.1f} ms "
-                "across the runs no wider than the slots",
-            }
-        )
-    watched = [
-        run["websocket"]["p50_ms"]
-        for run in runs
-        if run["websocket"]["clients"] >= 50 and run["websocket"]["count"]
-    ]
-    if watched:
-        worst = max(watched)
-        targets.append(
-            {
-                "met": worst < 10,
-                "text": f"WebSocket event latency p50 < 10 ms with 50 clients: {min(watched):.1f} "
-                f"to {worst:.1f} ms across the runs",
-            }
-        )
-    return targets
-
-
-def _write(report: dict[str, Any]) -> Path:
+def _write(report: dict[str, Any], *, latest: bool = True) -> Path:
     RESULTS_DIR.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     text = json.dumps(report, indent=2) + "\n"
     path = RESULTS_DIR / f"{stamp}.json"
     path.write_text(text)
-    (RESULTS_DIR / "latest.json").write_text(text)
+    if latest:
+        (RESULTS_DIR / "latest.json").write_text(text)
     return path
 
 

@@ -10,11 +10,13 @@ Needs Django set up (see bench.__main__).
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from subprocess import Popen
+from subprocess import STDOUT, Popen
 from typing import Any
 
 from django.conf import settings
@@ -52,7 +54,7 @@ OFFLINE_ROUTES = {
 
 @dataclass
 class Stack:
-    port: int
+    ports: list[int]
     slots: int
     pool: str
     log_dir: Path
@@ -64,15 +66,47 @@ class Stack:
         self.processes.append(process)
         self.pids[role] = process.pid
 
-    def stop(self) -> None:
-        embedded.stop_processes(self.processes)
-        self.processes = []
+    def stop(self, *, keep_redis: bool = False) -> None:
+        """Stop what the stack started (its Redis last, or not at all with `keep_redis`)."""
+        redis_pid = self.pids.get("redis") if keep_redis else None
+        stopping = [p for p in self.processes if p.pid != redis_pid]
+        embedded.stop_processes(stopping)
+        self.processes = [p for p in self.processes if p.pid == redis_pid]
+
+    def start_floor(self, *, slots: int, pool: str) -> None:
+        """The raw-Celery floor's worker (bench.floor), on the same Redis as agentsite's."""
+        from bench.floor import QUEUE
+
+        name = f"bench-floor-{os.getpid()}"
+        self.add(
+            "floor",
+            embedded.start_worker(
+                env={"REDIS_URL": settings.REDIS_URL, "DJANGO_SETTINGS_MODULE": ""},
+                concurrency=slots,
+                pool=pool,
+                hostname=f"{name}@%h",
+                log_path=self.log_dir / "floor-worker.log",
+                app="bench.floor",
+                queue=QUEUE,
+            ),
+        )
+        embedded.wait_for_worker(f"{name}@", timeout=WORKER_START_TIMEOUT_S)
 
 
-def stack_start(*, latency_s: float, slots: int, pool: str, log_dir: Path) -> Stack:
-    """Redis if the embedded one is wanted, a worker with `slots` slots, and Daphne."""
+def stack_start(
+    *,
+    latency_s: float,
+    slots: int,
+    pool: str,
+    log_dir: Path,
+    asgi: str = "daphne",
+    asgi_processes: int = 1,
+) -> Stack:
+    """Redis if the embedded one is wanted, a worker with `slots` slots, and `asgi_processes`
+    ASGI servers (Daphne, or uvicorn where it is installed), each on a port of its own."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    stack = Stack(port=embedded.free_port(), slots=slots, pool=pool, log_dir=log_dir)
+    ports = [embedded.free_port() for _ in range(asgi_processes)]
+    stack = Stack(ports=ports, slots=slots, pool=pool, log_dir=log_dir)
     try:
         if settings.REDIS_IS_EMBEDDED:
             if embedded.redis_ping(settings.REDIS_URL):
@@ -108,19 +142,35 @@ def stack_start(*, latency_s: float, slots: int, pool: str, log_dir: Path) -> St
                 log_path=log_dir / "worker.log",
             ),
         )
-        stack.add(
-            "daphne",
-            embedded.start_daphne(
-                env=env, host=HOST, port=stack.port, log_path=log_dir / "daphne.log"
-            ),
-        )
+        for number, port in enumerate(ports, start=1):
+            stack.add(
+                f"asgi-{number}", _asgi_start(asgi, env, port, log_dir / f"asgi-{number}.log")
+            )
         embedded.wait_for_worker(f"{worker_name}@", timeout=WORKER_START_TIMEOUT_S)
         _refuse_other_workers(worker_name)
-        embedded.wait_for_http(f"http://{HOST}:{stack.port}/", timeout=60.0)
+        for port in ports:
+            embedded.wait_for_http(f"http://{HOST}:{port}/", timeout=60.0)
     except BaseException:
         stack.stop()
         raise
     return stack
+
+
+def _asgi_start(kind: str, env: dict[str, str], port: int, log_path: Path) -> Popen:
+    if kind == "daphne":
+        return embedded.start_daphne(env=env, host=HOST, port=port, log_path=log_path)
+    if importlib.util.find_spec("uvicorn") is None:
+        raise RuntimeError("--asgi uvicorn needs uvicorn and websockets: pip install them first.")
+    command = [
+        sys.executable, "-m", "uvicorn", "agentsite.asgi:application",
+        "--host", HOST, "--port", str(port), "--ws", "websockets", "--log-level", "warning",
+    ]  # fmt: skip
+    log = open(log_path, "wb")  # noqa: SIM115 - the child keeps its own copy
+    try:
+        return Popen(command, cwd=embedded.BASE_DIR, env={**os.environ, **env}, stdout=log,
+                     stderr=STDOUT, start_new_session=True)  # fmt: skip
+    finally:
+        log.close()
 
 
 def _refuse_other_workers(own_name: str) -> None:
@@ -300,7 +350,9 @@ def run_measure(
 def _cpu_shares(cpu_used: dict[str, Any], steps: int, messages: int) -> dict[str, float | None]:
     """The worker's CPU per step, and Daphne's per WebSocket message it delivered."""
     by_process = cpu_used.get("by_process_s") or {}
-    worker, daphne = by_process.get("worker"), by_process.get("daphne")
+    worker = by_process.get("worker")
+    servers = [used for name, used in by_process.items() if name.startswith("asgi-")]
+    daphne = sum(servers) if servers else None
     return {
         "worker_ms_per_step": None if worker is None else round(worker * 1000 / steps, 1),
         "daphne_us_per_message": (

@@ -146,10 +146,11 @@ async def _connect(host: str, port: int, path: str, cookie: str) -> _Client:
 
 
 class Watchers:
-    """`count` clients on one run's WebSocket, served by an event loop in a thread of its own."""
+    """Clients on one run's WebSocket, served by an event loop in a thread of its own."""
 
-    def __init__(self, host: str, port: int, cookie: str) -> None:
-        self.host, self.port, self.cookie = host, port, cookie
+    def __init__(self, host: str, ports: list[int], cookie: str) -> None:
+        # Clients are dealt out over the ports, one ASGI server each, in turn.
+        self.host, self.ports, self.cookie = host, ports, cookie
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="watchers", daemon=True)
         self.thread.start()
@@ -165,7 +166,10 @@ class Watchers:
 
         async def connect_all() -> list[_Client]:
             return await asyncio.gather(
-                *(_connect(self.host, self.port, path, self.cookie) for _ in range(count))
+                *(
+                    _connect(self.host, self.ports[i % len(self.ports)], path, self.cookie)
+                    for i in range(count)
+                )
             )
 
         self.clients = self._call(connect_all(), CONNECT_TIMEOUT_S) if count else []

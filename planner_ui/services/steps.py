@@ -200,7 +200,8 @@ def step_finish(
         )
         if not finished:
             return  # finished already by another delivery of the same task
-        step = Step.objects.get(run=run, step_id=step_id)
+        # Its conversation so far is not needed to finish it, and can be long.
+        step = Step.objects.defer("checkpoint").get(run=run, step_id=step_id)
         live_text_clear(run_id, step_id)
         if step.status == StepStatus.SUCCEEDED:
             event_append(

@@ -20,7 +20,7 @@ from typing import Any
 import redis
 from django.conf import settings
 
-from .broadcast import group_publish
+from .broadcast import after_commit, group_publish
 from .events import run_group
 
 log = logging.getLogger(__name__)
@@ -127,11 +127,9 @@ def _live_text_keep(
 
 
 def live_text_clear(run_id: int, step_id: str) -> None:
-    """Forget a step's text in flight: it finished, and its output is stored."""
-    try:
-        _redis().hdel(_live_key(run_id), step_id)
-    except redis.RedisError:
-        log.warning("could not clear the live text of run %s", run_id, exc_info=True)
+    """Forget a step's text in flight once the transaction that ends the step commits: it
+    finished (its output is stored) or it waits for a person."""
+    after_commit().redis(lambda pipe: pipe.hdel(_live_key(run_id), step_id))
 
 
 def live_text_snapshot(run_id: int) -> list[dict[str, Any]]:
