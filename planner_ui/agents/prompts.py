@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from html import escape
 
 from planner_ui.core.messages import ToolSpec
 from planner_ui.core.plan import MAX_STEPS, ROLES
+from planner_ui.core.prompt_contract import (
+    STEP_FAILED_MARKER,
+    Block,
+    block,
+    failure_block,
+    output_block,
+)
 
 BASELINE_ROLE = "agent"
 
@@ -44,9 +50,6 @@ ROLE_SYSTEM: dict[str, str] = {
     "using the tools you are given. Your final reply is the deliverable, in Markdown.",
 }
 
-# A reply whose first line starts with this marks the step failed, so the plan is revised.
-STEP_FAILED_MARKER = "STEP FAILED:"
-
 EXECUTOR_RULES = (
     "You carry out exactly one step of a larger plan. Use only the tools you are given, "
     "only when they help. When done, reply with the step's result as Markdown, with no "
@@ -67,20 +70,11 @@ def executor_system(role: str) -> str:
 
 
 def task_block(task: str) -> str:
-    return f"<task>\n{escape(task, quote=False)}\n</task>"
+    return block(Block.TASK, task)
 
 
 def tools_block(specs: Iterable[ToolSpec]) -> str:
-    lines = [f"{spec.name}: {spec.description}" for spec in specs]
-    return "<tools>\n" + "\n".join(lines) + "\n</tools>"
-
-
-def output_block(step_id: str, title: str, output: str) -> str:
-    # Escaping keeps a step's output from closing its own block and posing as ours.
-    return (
-        f'<output step="{escape(step_id)}" title="{escape(title)}">\n'
-        f"{escape(output, quote=False)}\n</output>"
-    )
+    return block(Block.TOOLS, "\n".join(f"{spec.name}: {spec.description}" for spec in specs))
 
 
 def planner_message(task: str, tools: Iterable[ToolSpec]) -> str:
@@ -92,10 +86,11 @@ def planner_message(task: str, tools: Iterable[ToolSpec]) -> str:
 
 def executor_message(instruction: str, context: Iterable[tuple[str, str, str]]) -> str:
     blocks = [output_block(step_id, title, output) for step_id, title, output in context]
-    text = f"<instruction>\n{escape(instruction, quote=False)}\n</instruction>"
+    text = block(Block.INSTRUCTION, instruction)
     if blocks:
-        text += "\n\nOutputs of the steps this one depends on:\n<context>\n"
-        text += "\n".join(blocks) + "\n</context>"
+        # The outputs are escaped blocks of their own: the context holds them as they are.
+        text += "\n\nOutputs of the steps this one depends on:\n"
+        text += f"<{Block.CONTEXT}>\n" + "\n".join(blocks) + f"\n</{Block.CONTEXT}>"
     return text
 
 
@@ -104,11 +99,11 @@ def revision_message(
 ) -> str:
     """Ask for a revised plan: the current plan and the person's request come along."""
     return (
-        f"{planner_message(task, tools)}\n\nThe current plan:\n<current_plan>\n"
-        f"{escape(current_plan_json, quote=False)}\n</current_plan>\n\n"
+        f"{planner_message(task, tools)}\n\nThe current plan:\n"
+        f"{block(Block.CURRENT_PLAN, current_plan_json)}\n\n"
         "The person reviewing the plan asks for this revision (they own the task; follow it "
         "where it is compatible with the task):\n"
-        f"<revision_request>\n{escape(note, quote=False)}\n</revision_request>\n"
+        f"{block(Block.REVISION_REQUEST, note)}\n"
         "Reply with the whole revised plan as one JSON object. Keep the ids of steps you keep."
     )
 
@@ -123,17 +118,13 @@ def replan_message(
 ) -> str:
     """Ask for a revision of what is left after a failure; finished work comes along as data."""
     outputs = "\n".join(output_block(step_id, title, text) for step_id, title, text in done)
-    failed = "\n".join(
-        f'<failure step="{escape(step_id)}" title="{escape(title)}">\n'
-        f"{escape(error, quote=False)}\n</failure>"
-        for step_id, title, error in failures
-    )
+    failed = "\n".join(failure_block(step_id, title, error) for step_id, title, error in failures)
     kept = ", ".join(sorted(keep)) or "none"
     return (
-        f"{planner_message(task, tools)}\n\nThe current plan:\n<current_plan>\n"
-        f"{escape(current_plan_json, quote=False)}\n</current_plan>\n\n"
-        f"Outputs of the steps already done:\n<outputs>\n{outputs}\n</outputs>\n\n"
-        f"While running, this went wrong:\n<failures>\n{failed}\n</failures>\n\n"
+        f"{planner_message(task, tools)}\n\nThe current plan:\n"
+        f"{block(Block.CURRENT_PLAN, current_plan_json)}\n\n"
+        f"Outputs of the steps already done:\n<{Block.OUTPUTS}>\n{outputs}\n</{Block.OUTPUTS}>\n\n"
+        f"While running, this went wrong:\n<{Block.FAILURES}>\n{failed}\n</{Block.FAILURES}>\n\n"
         f"Revise the steps that are not done so the task can still be completed: reword, "
         f"replace, add or remove them, and route around what failed. Steps done or under way "
         f"({kept}) stay exactly as they are, with the same ids; later steps may depend on them. "

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from .errors import AgentError
 
-PROVIDERS: tuple[str, ...] = ("offline", "anthropic", "openai")
+# "scripted" replies from a queue a test filled (providers.scripted).
+PROVIDERS: tuple[str, ...] = ("offline", "anthropic", "openai", "scripted")
 # The offline provider has one model, whatever a route names.
 OFFLINE_MODEL = "offline-v1"
 

@@ -54,6 +54,10 @@ def build_provider(
         from .offline import OfflineProvider
 
         return OfflineProvider(route.model, latency_s=offline_latency_s)
+    if route.provider == "scripted":
+        from .scripted import ScriptedProvider
+
+        return ScriptedProvider(route.model)
     if route.provider == "anthropic":
         from .anthropic import AnthropicProvider, make_client
 

@@ -72,6 +72,11 @@ def credentials(provider: str) -> Credentials:
 
 def check_available(route: Route) -> None:
     """Refuse a route this installation cannot serve, saying what to configure."""
+    if route.provider == "scripted" and settings.AGENTSITE_ALLOW_MODEL_REQUESTS:
+        raise RouteError(
+            f"{route.label}: scripted models reply from a test's queue and serve only where "
+            "real model requests are off (AGENTSITE_ALLOW_MODEL_REQUESTS=false, as in tests)."
+        )
     if route.provider == "anthropic" and not credentials("anthropic").api_key:
         raise RouteError(
             f"{route.label} needs an Anthropic API key: set ANTHROPIC_API_KEY or add one in "

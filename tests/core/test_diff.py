@@ -24,7 +24,7 @@ from planner_ui.core.edits import (
 from planner_ui.core.plan import Plan
 
 # One set of plan builders for the core's edit and diff tests.
-from .test_edits import DIAMOND, TOOLS, dag_plans, plan_of, step
+from .edits.plans import DIAMOND, TOOLS, dag_plans, plan_of, step
 
 NOTHING = PlanDiff(
     added=(), removed=(), changed=(), edges_added=(), edges_removed=(), goal_changed=None

@@ -18,34 +18,16 @@ tool_result blocks in the next user turn (400), so a mapping bug fails here as i
 from __future__ import annotations
 
 import json
-import queue
-import socket
-import struct
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from itertools import count
 from typing import Any
 
-_ids = count(1)
+from .http_server import Exchange, FakeModelServer, Recorded, next_id, pieces, request_id
+
+__all__ = ["FakeAnthropic", "Recorded"]
 
 # Statuses the SDK retries (see _should_retry in anthropic/_base_client.py).
 _RETRIED = {408, 409, 429}
-
-
-@dataclass
-class Recorded:
-    headers: dict[str, str]  # names lower-cased
-    body: dict[str, Any]
-    received_at: float = field(default_factory=time.monotonic)
-
-    @property
-    def api_key(self) -> str:
-        """The key the client sent, from x-api-key or Authorization: Bearer."""
-        return self.headers.get("x-api-key") or self.headers.get("authorization", "").removeprefix(
-            "Bearer "
-        )
 
 
 @dataclass
@@ -70,26 +52,15 @@ def _usage(usage: dict[str, int]) -> dict[str, int]:
     return {"input_tokens": 10, "output_tokens": 5, **usage}
 
 
-class FakeAnthropic:
+class FakeAnthropic(FakeModelServer[_Reply]):
     """Use as a context manager; `base_url` is what the SDK should be pointed at."""
 
     def __init__(self, api_key: str = "test-key") -> None:
-        self.api_key = api_key
-        self.requests: list[Recorded] = []
-        self._replies: queue.Queue[_Reply] = queue.Queue()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        super().__init__(api_key)
 
     def __enter__(self) -> FakeAnthropic:
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        super().__enter__()
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     # --- scripting ---------------------------------------------------------------------------
     def enqueue_reply(
@@ -111,7 +82,7 @@ class FakeAnthropic:
         before message_delta and message_stop, cleanly or with a TCP reset."""
         if cut not in ("", "close", "reset"):
             raise ValueError(f"cut must be 'close' or 'reset', not {cut!r}")
-        self._replies.put(
+        self._enqueue(
             _Reply(
                 content=content,
                 stop_reason=stop_reason,
@@ -134,7 +105,7 @@ class FakeAnthropic:
         self, name: str, arguments: dict[str, Any], *, text: str = "", **usage: int
     ) -> str:
         """A reply that calls one tool, optionally after some text; returns the tool_use id."""
-        tool_use_id = f"toolu_{next(_ids):06d}"
+        tool_use_id = f"toolu_{next_id():06d}"
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         content.append({"type": "tool_use", "id": tool_use_id, "name": name, "input": arguments})
         self.enqueue_reply(content, stop_reason="tool_use", **usage)
@@ -153,7 +124,7 @@ class FakeAnthropic:
         retried = status in _RETRIED or status >= 500
         if retried and not {"retry-after", "retry-after-ms"} & {h.lower() for h in headers}:
             headers["retry-after-ms"] = "1"
-        self._replies.put(
+        self._enqueue(
             _Reply(status=status, error_type=error_type, error_message=message, headers=headers)
         )
 
@@ -164,7 +135,7 @@ class FakeAnthropic:
         `event: error` and ends, as the API does when it fails mid-reply. The SDK does not
         retry it. Only a streaming request may take this reply."""
         content = [{"type": "text", "text": text}] if text else []
-        self._replies.put(
+        self._enqueue(
             _Reply(
                 content=content,
                 usage=_usage({}),
@@ -172,156 +143,103 @@ class FakeAnthropic:
             )
         )
 
-    @property
-    def pending(self) -> int:
-        """How many enqueued replies no request has taken yet."""
-        return self._replies.qsize()
-
     # --- wire format -------------------------------------------------------------------------
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def handle(self) -> None:
-                try:
-                    super().handle()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up first, e.g. on its timeout
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("content-length", 0))
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {"_unparsed": raw.decode(errors="replace")}
-                recorded = Recorded({k.lower(): v for k, v in self.headers.items()}, body)
-                fake.requests.append(recorded)
-
-                if self.path.split("?")[0] != "/v1/messages":
-                    return self._error(404, "not_found_error", f"Not found: {self.path}")
-                if not recorded.api_key:
-                    return self._error(401, "authentication_error", "x-api-key header is required")
-                if recorded.api_key != fake.api_key:
-                    return self._error(401, "authentication_error", "invalid x-api-key")
-                if "anthropic-version" not in recorded.headers:
-                    return self._error(
-                        400, "invalid_request_error", "anthropic-version: header is required"
-                    )
-                if problem := _invalid(body):
-                    return self._error(400, "invalid_request_error", problem)
-                try:
-                    reply = fake._replies.get_nowait()
-                except queue.Empty:
-                    # x-should-retry: false, or the SDK would retry a 500 and ask again.
-                    return self._error(
-                        500,
-                        "api_error",
-                        "FakeAnthropic has no reply queued for this request: "
-                        "call enqueue_text/enqueue_json/enqueue_tool_use/enqueue_error first",
-                        {"x-should-retry": "false"},
-                    )
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
-                if reply.status != 200:
-                    return self._error(
-                        reply.status, reply.error_type, reply.error_message, reply.headers
-                    )
-                message = {
-                    "id": f"msg_{next(_ids):06d}",
-                    "type": "message",
-                    "role": "assistant",
-                    "model": body["model"],
-                    "content": reply.content,
-                    "stop_reason": reply.stop_reason,
-                    "stop_sequence": None,
-                    "usage": reply.usage,
-                }
-                if body.get("stream"):
-                    return self._stream(message, reply)
-                if reply.stream_error or reply.stall_s or reply.cut:
-                    return self._error(
-                        400,
-                        "invalid_request_error",
-                        "FakeAnthropic: this reply was enqueued for a streaming request",
-                    )
-                self._send(200, message)
-
-            def _send(
-                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
-            ) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.send_header("request-id", payload.get("request_id") or _request_id())
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _error(
-                self,
-                status: int,
-                error_type: str,
-                message: str,
-                headers: dict[str, str] | None = None,
-            ) -> None:
-                self._send(
-                    status,
-                    {
-                        "type": "error",
-                        "error": {"type": error_type, "message": message},
-                        "request_id": _request_id(),
-                    },
-                    headers,
-                )
-
-            def _stream(self, message: dict[str, Any], reply: _Reply) -> None:
-                # HTTP/1.0 without content-length: closing the connection ends the stream.
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("cache-control", "no-cache")
-                self.send_header("request-id", _request_id())
-                self.end_headers()
-                events = _sse_events(message)
-                if reply.stream_error:
-                    # The error takes the place of everything from the first block's end on.
-                    end = next(
-                        i
-                        for i, (name, _) in enumerate(events)
-                        if name in ("content_block_stop", "message_delta")
-                    )
-                    events = [
-                        *events[:end],
-                        ("error", {"type": "error", "error": reply.stream_error}),
-                    ]
-                elif reply.cut:
-                    events = [e for e in events if e[0] not in ("message_delta", "message_stop")]
-                stalled = False
-                for name, data in events:
-                    self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-                    self.wfile.flush()
-                    if reply.stall_s and name == "content_block_delta" and not stalled:
-                        stalled = True
-                        time.sleep(reply.stall_s)
-                if reply.cut == "reset":
-                    # SO_LINGER with a zero timeout makes close() send RST instead of FIN. The
-                    # socket closes for real only once the reader made from it is closed too.
-                    self.connection.setsockopt(
-                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-                    )
-                    self.rfile.close()
-                    self.connection.close()
-
-        return Handler
+    def answer(self, http: Exchange, recorded: Recorded) -> None:
+        body = recorded.body
+        if recorded.path.split("?")[0] != "/v1/messages":
+            return _error(http, 404, "not_found_error", f"Not found: {recorded.path}")
+        if not recorded.api_key:
+            return _error(http, 401, "authentication_error", "x-api-key header is required")
+        if recorded.api_key != self.api_key:
+            return _error(http, 401, "authentication_error", "invalid x-api-key")
+        if "anthropic-version" not in recorded.headers:
+            return _error(
+                http, 400, "invalid_request_error", "anthropic-version: header is required"
+            )
+        if problem := _invalid(body):
+            return _error(http, 400, "invalid_request_error", problem)
+        reply = self._take()
+        if reply is None:
+            # x-should-retry: false, or the SDK would retry a 500 and ask again.
+            return _error(
+                http,
+                500,
+                "api_error",
+                "FakeAnthropic has no reply queued for this request: "
+                "call enqueue_text/enqueue_json/enqueue_tool_use/enqueue_error first",
+                {"x-should-retry": "false"},
+            )
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
+        if reply.status != 200:
+            return _error(http, reply.status, reply.error_type, reply.error_message, reply.headers)
+        message = {
+            "id": f"msg_{next_id():06d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": reply.content,
+            "stop_reason": reply.stop_reason,
+            "stop_sequence": None,
+            "usage": reply.usage,
+        }
+        if body.get("stream"):
+            return _stream(http, message, reply)
+        if reply.stream_error or reply.stall_s or reply.cut:
+            return _error(
+                http,
+                400,
+                "invalid_request_error",
+                "FakeAnthropic: this reply was enqueued for a streaming request",
+            )
+        http.send_json(200, message)
 
 
-def _request_id() -> str:
-    return f"req_{next(_ids):06d}"
+def _error(
+    http: Exchange,
+    status: int,
+    error_type: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+) -> None:
+    http.send_json(
+        status,
+        {
+            "type": "error",
+            "error": {"type": error_type, "message": message},
+            "request_id": request_id(),
+        },
+        headers,
+    )
+
+
+def _stream(http: Exchange, message: dict[str, Any], reply: _Reply) -> None:
+    http.start_events(
+        {
+            "content-type": "text/event-stream",
+            "cache-control": "no-cache",
+            "request-id": request_id(),
+        }
+    )
+    events = _sse_events(message)
+    if reply.stream_error:
+        # The error takes the place of everything from the first block's end on.
+        end = next(
+            i
+            for i, (name, _) in enumerate(events)
+            if name in ("content_block_stop", "message_delta")
+        )
+        events = [*events[:end], ("error", {"type": "error", "error": reply.stream_error})]
+    elif reply.cut:
+        events = [e for e in events if e[0] not in ("message_delta", "message_stop")]
+    stalled = False
+    for name, data in events:
+        http.write_event(f"event: {name}\ndata: {json.dumps(data)}\n\n")
+        if reply.stall_s and name == "content_block_delta" and not stalled:
+            stalled = True
+            time.sleep(reply.stall_s)
+    if reply.cut == "reset":
+        http.reset()
 
 
 def _invalid(body: dict[str, Any]) -> str:
@@ -404,12 +322,12 @@ def _sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
             empty = {"type": "text", "text": ""}
-            deltas = [{"type": "text_delta", "text": piece} for piece in _pieces(block["text"])]
+            deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"], 16)]
         elif block["type"] == "tool_use":
             empty = {**block, "input": {}}
             deltas = [
                 {"type": "input_json_delta", "partial_json": piece}
-                for piece in _pieces(json.dumps(block["input"]))
+                for piece in pieces(json.dumps(block["input"]), 16)
             ]
         else:
             empty, deltas = block, []
@@ -439,7 +357,3 @@ def _sse_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         ("message_stop", {"type": "message_stop"}),
     ]
     return events
-
-
-def _pieces(text: str, size: int = 16) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]

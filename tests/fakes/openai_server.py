@@ -19,32 +19,17 @@ local servers (Ollama, vLLM, llama.cpp) do.
 from __future__ import annotations
 
 import json
-import queue
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from itertools import count
 from typing import Any
 
-_ids = count(1)
+from .http_server import Exchange, FakeModelServer, Recorded, next_id, pieces, request_id
+from .openai_rules import invalid as _invalid
 
-_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+__all__ = ["FakeOpenAI", "Recorded"]
+
 # Small, so that text and tool arguments arrive in several deltas as they do from the API.
 _PIECE_CHARS = 8
-
-
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]  # names lower-cased
-    body: dict[str, Any]
-    received_at: float = field(default_factory=time.monotonic)
-
-    @property
-    def api_key(self) -> str:
-        return self.headers.get("authorization", "").removeprefix("Bearer ")
 
 
 @dataclass
@@ -70,37 +55,17 @@ class _Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeModelServer[_Reply]):
     """Use as a context manager; `base_url` (ending in /v1) is what the SDK should be given."""
 
+    path_prefix = "/v1"
+
     def __init__(self, api_key: str | None = "test-key") -> None:
-        self.api_key = api_key
-        self._requests: list[Recorded] = []
-        self._lock = threading.Lock()
-        self._replies: queue.Queue[_Reply] = queue.Queue()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        super().__init__(api_key)
 
     def __enter__(self) -> FakeOpenAI:
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+        super().__enter__()
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    @property
-    def requests(self) -> list[Recorded]:
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def pending(self) -> int:
-        """How many enqueued replies no request has taken yet."""
-        return self._replies.qsize()
 
     # --- scripting ---------------------------------------------------------------------------
     def enqueue_reply(
@@ -137,7 +102,7 @@ class FakeOpenAI:
             details = {"cached_tokens": cached_tokens, "cache_write_tokens": cache_write_tokens}
             if any(value is not None for value in details.values()):
                 usage["prompt_tokens_details"] = {k: v for k, v in details.items() if v is not None}
-        self._replies.put(
+        self._enqueue(
             _Reply(
                 text=text,
                 refusal=refusal,
@@ -177,7 +142,7 @@ class FakeOpenAI:
         ids ("" each with `with_ids=False`, which sends none, as some local servers do)."""
         wire = [
             (
-                f"call_{next(_ids):06d}" if with_ids else "",
+                f"call_{next_id():06d}" if with_ids else "",
                 name,
                 arguments if isinstance(arguments, str) else json.dumps(arguments),
             )
@@ -209,12 +174,12 @@ class FakeOpenAI:
         if retry_after_ms is not None:
             headers["retry-after-ms"] = str(retry_after_ms)
         error = {"message": message, "type": type, "param": param, "code": code}
-        self._replies.put(_Reply(status=status, error=error, headers=headers, error_body=body))
+        self._enqueue(_Reply(status=status, error=error, headers=headers, error_body=body))
 
     def enqueue_stream_error(self, message: str, *, text: str = "", legacy: bool = False) -> None:
         """A stream that fails after `text`: an error event in OpenAI's shape, or with
         `legacy` a bare error object as older vLLM sends."""
-        self._replies.put(
+        self._enqueue(
             _Reply(
                 text=text,
                 stream_failure="legacy_error" if legacy else "error",
@@ -229,138 +194,100 @@ class FakeOpenAI:
         self.enqueue_reply(text=text, stream_failure="drop" if incomplete_body else "cut")
 
     # --- wire format -------------------------------------------------------------------------
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def handle(self) -> None:
-                try:
-                    super().handle()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up first, e.g. on its timeout
-
-            def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("content-length", 0))
-                raw = self.rfile.read(length)
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {"_unparsed": raw.decode(errors="replace")}
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                recorded = Recorded("POST", self.path, headers, body)
-                with fake._lock:
-                    fake._requests.append(recorded)
-
-                if self.path.split("?")[0] != "/v1/chat/completions":
-                    return self._error(404, {"message": f"Invalid URL (POST {self.path})"})
-                if fake.api_key is not None:
-                    if not recorded.api_key:
-                        return self._error(
-                            401,
-                            {
-                                "message": "You didn't provide an API key. You need to provide "
-                                "your API key in an Authorization header using Bearer auth.",
-                            },
-                        )
-                    if recorded.api_key != fake.api_key:
-                        # The real API masks most of the key; this fake quotes all of it, to
-                        # prove that our messages leave it out.
-                        return self._error(
-                            401,
-                            {
-                                "message": f"Incorrect API key provided: {recorded.api_key}. "
-                                "You can find your API key at "
-                                "https://platform.openai.com/account/api-keys.",
-                                "code": "invalid_api_key",
-                            },
-                        )
-                if problem := _invalid(body):
-                    return self._error(400, problem)
-                try:
-                    reply = fake._replies.get_nowait()
-                except queue.Empty:
-                    # x-should-retry: false, or the SDK would retry a 500 and ask again.
-                    return self._error(
-                        500,
-                        {
-                            "message": "FakeOpenAI has no reply queued for this request: call "
-                            "enqueue_text/enqueue_json/enqueue_tool_calls/enqueue_error first",
-                            "type": "server_error",
-                        },
-                        {"x-should-retry": "false"},
-                    )
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
-                if reply.error_body is not None:
-                    return self._send(reply.status, reply.error_body, reply.headers)
-                if reply.status != 200:
-                    return self._error(reply.status, reply.error, reply.headers)
-                model = reply.model or body["model"]
-                if body.get("stream"):
-                    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                    return self._stream(_chunks(reply, model, include_usage), reply)
-                self._send(200, _completion(reply, model))
-
-            def _send(
-                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
-            ) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.send_header("x-request-id", _request_id())
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _error(
-                self, status: int, error: dict[str, Any], headers: dict[str, str] | None = None
-            ) -> None:
-                shape = {
-                    "message": "",
-                    "type": "invalid_request_error",
-                    "param": None,
-                    "code": None,
-                }
-                self._send(status, {"error": {**shape, **error}}, headers)
-
-            def _stream(self, chunks: list[dict[str, Any]], reply: _Reply) -> None:
-                # HTTP/1.0 without content-length: closing the connection ends the stream.
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream; charset=utf-8")
-                self.send_header("cache-control", "no-cache")
-                self.send_header("x-request-id", _request_id())
-                if reply.stream_failure == "drop":
-                    self.send_header("content-length", "1000000")
-                self.end_headers()
-                for index, chunk in enumerate(chunks):
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                    self.wfile.flush()
-                    if index == 0 and reply.stall_s:
-                        time.sleep(reply.stall_s)
-                    if reply.piece_delay_s:
-                        time.sleep(reply.piece_delay_s)
-                if reply.stream_failure in ("cut", "drop"):
-                    return
-                if reply.stream_failure == "error":
-                    error = {"param": None, "code": None, **reply.error}
-                    self.wfile.write(f"data: {json.dumps({'error': error})}\n\n".encode())
-                    return
-                if reply.stream_failure == "legacy_error":
-                    error = {"object": "error", "param": None, "code": 500, **reply.error}
-                    self.wfile.write(f"data: {json.dumps(error)}\n\n".encode())
-                    return
-                self.wfile.write(b"data: [DONE]\n\n")
-
-        return Handler
+    def answer(self, http: Exchange, recorded: Recorded) -> None:
+        body = recorded.body
+        if recorded.path.split("?")[0] != "/v1/chat/completions":
+            return _error(http, 404, {"message": f"Invalid URL (POST {recorded.path})"})
+        if self.api_key is not None:
+            if not recorded.api_key:
+                return _error(
+                    http,
+                    401,
+                    {
+                        "message": "You didn't provide an API key. You need to provide "
+                        "your API key in an Authorization header using Bearer auth.",
+                    },
+                )
+            if recorded.api_key != self.api_key:
+                # The real API masks most of the key; this fake quotes all of it, to prove
+                # that our messages leave it out.
+                return _error(
+                    http,
+                    401,
+                    {
+                        "message": f"Incorrect API key provided: {recorded.api_key}. "
+                        "You can find your API key at "
+                        "https://platform.openai.com/account/api-keys.",
+                        "code": "invalid_api_key",
+                    },
+                )
+        if problem := _invalid(body):
+            return _error(http, 400, problem)
+        reply = self._take()
+        if reply is None:
+            # x-should-retry: false, or the SDK would retry a 500 and ask again.
+            return _error(
+                http,
+                500,
+                {
+                    "message": "FakeOpenAI has no reply queued for this request: call "
+                    "enqueue_text/enqueue_json/enqueue_tool_calls/enqueue_error first",
+                    "type": "server_error",
+                },
+                {"x-should-retry": "false"},
+            )
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
+        if reply.error_body is not None:
+            return _send(http, reply.status, reply.error_body, reply.headers)
+        if reply.status != 200:
+            return _error(http, reply.status, reply.error, reply.headers)
+        model = reply.model or body["model"]
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return _stream(http, _chunks(reply, model, include_usage), reply)
+        _send(http, 200, _completion(reply, model))
 
 
-def _request_id() -> str:
-    return f"req_{next(_ids):06d}"
+def _send(
+    http: Exchange, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    http.send_json(status, payload, headers, request_id_header="x-request-id")
+
+
+def _error(
+    http: Exchange, status: int, error: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    shape = {"message": "", "type": "invalid_request_error", "param": None, "code": None}
+    _send(http, status, {"error": {**shape, **error}}, headers)
+
+
+def _stream(http: Exchange, chunks: list[dict[str, Any]], reply: _Reply) -> None:
+    headers = {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache",
+        "x-request-id": request_id(),
+    }
+    if reply.stream_failure == "drop":
+        headers["content-length"] = "1000000"
+    http.start_events(headers)
+    for index, chunk in enumerate(chunks):
+        http.write_event(f"data: {json.dumps(chunk)}\n\n")
+        if index == 0 and reply.stall_s:
+            time.sleep(reply.stall_s)
+        if reply.piece_delay_s:
+            time.sleep(reply.piece_delay_s)
+    if reply.stream_failure in ("cut", "drop"):
+        return
+    if reply.stream_failure == "error":
+        error = {"param": None, "code": None, **reply.error}
+        http.write_event(f"data: {json.dumps({'error': error})}\n\n")
+        return
+    if reply.stream_failure == "legacy_error":
+        error = {"object": "error", "param": None, "code": 500, **reply.error}
+        http.write_event(f"data: {json.dumps(error)}\n\n")
+        return
+    http.write_event("data: [DONE]\n\n")
 
 
 def _completion(reply: _Reply, model: str) -> dict[str, Any]:
@@ -374,7 +301,7 @@ def _completion(reply: _Reply, model: str) -> dict[str, Any]:
     if reply.tool_calls:
         message["tool_calls"] = [_tool_call(*call) for call in reply.tool_calls]
     completion = {
-        "id": f"chatcmpl-{next(_ids):06d}",
+        "id": f"chatcmpl-{next_id():06d}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
@@ -400,7 +327,7 @@ def _chunks(reply: _Reply, model: str, include_usage: bool) -> list[dict[str, An
     deltas, then the finish_reason, then (when asked for) a usage chunk with no choices. A
     stream that fails stops after its text."""
     head = {
-        "id": f"chatcmpl-{next(_ids):06d}",
+        "id": f"chatcmpl-{next_id():06d}",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": model,
@@ -413,179 +340,18 @@ def _chunks(reply: _Reply, model: str, include_usage: bool) -> list[dict[str, An
         return {**head, "choices": [choice], **({"usage": None} if include_usage else {})}
 
     chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
-    chunks += [chunk({"content": piece}) for piece in _pieces(reply.text)]
+    chunks += [chunk({"content": piece}) for piece in pieces(reply.text, _PIECE_CHARS)]
     if reply.stream_failure:
         return chunks
-    chunks += [chunk({"refusal": piece}) for piece in _pieces(reply.refusal)]
+    chunks += [chunk({"refusal": piece}) for piece in pieces(reply.refusal, _PIECE_CHARS)]
     for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
         first = {"index": index, **_tool_call(call_id, name, "")}
         chunks.append(chunk({"tool_calls": [first]}))
         chunks += [
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            for piece in _pieces(arguments)
+            for piece in pieces(arguments, _PIECE_CHARS)
         ]
     chunks.append(chunk({}, reply.finish_reason))
     if include_usage and reply.usage is not None:
         chunks.append({**head, "choices": [], "usage": reply.usage})
     return chunks
-
-
-def _pieces(text: str) -> list[str]:
-    return [text[i : i + _PIECE_CHARS] for i in range(0, len(text), _PIECE_CHARS)]
-
-
-def _invalid(body: dict[str, Any]) -> dict[str, Any] | None:
-    """The first rule of the real API this request breaks, as its error, or None."""
-    if not isinstance(body.get("model"), str) or not body["model"]:
-        return {"message": "you must provide a model parameter"}
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return {
-            "message": "Missing required parameter: 'messages'.",
-            "param": "messages",
-            "code": "missing_required_parameter",
-        }
-    if not messages:
-        return {
-            "message": "Invalid 'messages': empty array. Expected an array with minimum length "
-            "1, but got an empty array instead.",
-            "param": "messages",
-            "code": "empty_array",
-        }
-    if body.get("stream_options") is not None and not body.get("stream"):
-        return {
-            "message": "The 'stream_options' parameter is only allowed when 'stream' is true.",
-            "param": "stream_options",
-        }
-    if problem := _invalid_tools(body.get("tools")):
-        return problem
-    if problem := _invalid_response_format(body.get("response_format")):
-        return problem
-    return _invalid_messages(messages)
-
-
-def _invalid_messages(messages: list[Any]) -> dict[str, Any] | None:
-    asked: set[str] = set()  # the ids of the last assistant message's tool calls
-    unanswered: list[str] = []
-    asked_at = 0
-    for index, message in enumerate(messages):
-        role = message.get("role") if isinstance(message, dict) else None
-        if role not in _ROLES:
-            return {
-                "message": f"Invalid value: '{role}'. Supported values are: "
-                + ", ".join(f"'{r}'" for r in _ROLES)
-                + ".",
-                "param": f"messages[{index}].role",
-                "code": "invalid_value",
-            }
-        if role == "tool":
-            if not asked:
-                return {
-                    "message": "Invalid parameter: messages with role 'tool' must be a response "
-                    "to a preceeding message with 'tool_calls'.",
-                    "param": f"messages.[{index}].role",
-                }
-            call_id = message.get("tool_call_id")
-            if not isinstance(call_id, str):
-                return {
-                    "message": f"Missing required parameter: 'messages[{index}].tool_call_id'.",
-                    "param": f"messages[{index}].tool_call_id",
-                    "code": "missing_required_parameter",
-                }
-            if call_id not in asked:
-                return {
-                    "message": f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in "
-                    "'tool_calls' of previous message.",
-                    "param": f"messages.[{index}].tool_call_id",
-                }
-            if not isinstance(message.get("content"), (str, list)):
-                return _bad_content(index, message.get("content"))
-            if call_id in unanswered:
-                unanswered.remove(call_id)
-            continue
-        if unanswered:
-            return _unanswered(asked_at, unanswered)
-        asked, asked_at = set(), index
-        calls = message.get("tool_calls") if role == "assistant" else None
-        if calls == []:
-            return {
-                "message": f"Invalid 'messages[{index}].tool_calls': empty array. Expected an "
-                "array with minimum length 1, but got an empty array instead.",
-                "param": f"messages[{index}].tool_calls",
-                "code": "empty_array",
-            }
-        if calls:
-            for position, call in enumerate(calls):
-                function = call.get("function") or {}
-                if not isinstance(call.get("id"), str) or not isinstance(function.get("name"), str):
-                    return {
-                        "message": f"Missing required parameter: "
-                        f"'messages[{index}].tool_calls[{position}].id'.",
-                        "param": f"messages[{index}].tool_calls[{position}].id",
-                        "code": "missing_required_parameter",
-                    }
-                if not isinstance(function.get("arguments"), str):
-                    return {
-                        "message": f"Invalid type for 'messages[{index}].tool_calls[{position}]"
-                        ".function.arguments': expected a string.",
-                        "param": f"messages[{index}].tool_calls[{position}].function.arguments",
-                        "code": "invalid_type",
-                    }
-            asked = {call["id"] for call in calls}
-            unanswered = [call["id"] for call in calls]
-            if message.get("content") is None:
-                continue  # content may be null beside tool calls, and only there
-        if not isinstance(message.get("content"), (str, list)):
-            return _bad_content(index, message.get("content"))
-    if unanswered:
-        return _unanswered(asked_at, unanswered)
-    return None
-
-
-def _bad_content(index: int, content: Any) -> dict[str, Any]:
-    kind = "null" if content is None else type(content).__name__
-    return {
-        "message": f"Invalid type for 'messages[{index}].content': expected one of a string or "
-        f"array of objects, but got {kind} instead.",
-        "param": f"messages[{index}].content",
-        "code": "invalid_type",
-    }
-
-
-def _unanswered(index: int, ids: list[str]) -> dict[str, Any]:
-    return {
-        "message": "An assistant message with 'tool_calls' must be followed by tool messages "
-        "responding to each 'tool_call_id'. The following tool_call_ids did not have response "
-        f"messages: {', '.join(ids)}",
-        "param": f"messages.[{index}].role",
-    }
-
-
-def _invalid_tools(tools: Any) -> dict[str, Any] | None:
-    for index, tool in enumerate(tools or []):
-        if tool.get("type") != "function":
-            return {
-                "message": f"Invalid value: '{tool.get('type')}'. Supported values are: "
-                "'function' and 'custom'.",
-                "param": f"tools[{index}].type",
-                "code": "invalid_value",
-            }
-        if not isinstance((tool.get("function") or {}).get("name"), str):
-            return {
-                "message": f"Missing required parameter: 'tools[{index}].function.name'.",
-                "param": f"tools[{index}].function.name",
-                "code": "missing_required_parameter",
-            }
-    return None
-
-
-def _invalid_response_format(response_format: Any) -> dict[str, Any] | None:
-    if not response_format or response_format.get("type") != "json_schema":
-        return None
-    if not isinstance((response_format.get("json_schema") or {}).get("name"), str):
-        return {
-            "message": "Missing required parameter: 'response_format.json_schema.name'.",
-            "param": "response_format.json_schema.name",
-            "code": "missing_required_parameter",
-        }
-    return None

@@ -1,0 +1,78 @@
+"""The shape of what the agents send a model: the named blocks that carry a task, tools,
+instructions and the outputs of earlier steps, written here and read here.
+
+agents.prompts writes requests with these; the offline model reads them with these; so the two
+cannot drift apart. A block's content is HTML-escaped, so a step's output cannot close its own
+block and pose as one of ours.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Block(StrEnum):
+    TASK = "task"
+    TOOLS = "tools"
+    INSTRUCTION = "instruction"
+    CONTEXT = "context"
+    CURRENT_PLAN = "current_plan"
+    REVISION_REQUEST = "revision_request"
+    OUTPUTS = "outputs"
+    FAILURES = "failures"
+
+
+# A reply whose first line starts with this marks the step failed, so the plan is revised.
+STEP_FAILED_MARKER = "STEP FAILED:"
+
+
+def block(tag: Block, content: str) -> str:
+    """`content`, escaped, inside <tag>…</tag> on lines of their own."""
+    return f"<{tag}>\n{html.escape(content, quote=False)}\n</{tag}>"
+
+
+def output_block(step_id: str, title: str, output: str) -> str:
+    return (
+        f'<output step="{html.escape(step_id)}" title="{html.escape(title)}">\n'
+        f"{html.escape(output, quote=False)}\n</output>"
+    )
+
+
+def failure_block(step_id: str, title: str, error: str) -> str:
+    return (
+        f'<failure step="{html.escape(step_id)}" title="{html.escape(title)}">\n'
+        f"{html.escape(error, quote=False)}\n</failure>"
+    )
+
+
+def raw_block(text: str, tag: Block) -> str | None:
+    """What is between <tag> and </tag>, as written (still escaped); None without the block."""
+    match = re.search(rf"<{tag}>(.*?)</{tag}>", text, re.S)
+    return match.group(1) if match else None
+
+
+def read_block(text: str, tag: Block) -> str | None:
+    """The content of the block, unescaped and stripped; None without the block."""
+    raw = raw_block(text, tag)
+    return html.unescape(raw).strip() if raw is not None else None
+
+
+@dataclass(frozen=True)
+class Output:
+    step_id: str
+    title: str
+    text: str
+
+
+_OUTPUT = re.compile(r'<output step="([^"]*)" title="([^"]*)">(.*?)</output>', re.S)
+
+
+def read_outputs(text: str) -> list[Output]:
+    """Every <output> block in `text`, unescaped, in order."""
+    return [
+        Output(html.unescape(step), html.unescape(title), html.unescape(body).strip())
+        for step, title, body in _OUTPUT.findall(text)
+    ]

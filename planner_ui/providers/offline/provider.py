@@ -1,0 +1,176 @@
+"""The provider: one small class that plays the part `request.purpose` names."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Sequence
+
+from planner_ui.core.prompt_contract import (
+    STEP_FAILED_MARKER,
+    Block,
+    raw_block,
+    read_block,
+    read_outputs,
+)
+
+from ..base import (
+    Message,
+    ModelReply,
+    ModelRequest,
+    Provider,
+    ProviderError,
+    TextSink,
+    ToolCall,
+    Usage,
+)
+from .executing import _ANSWERS, _describe_call, _planned_calls, _researcher_answer, _tool_rounds
+from .planning import _PlanBuilder
+from .request import (
+    _SECTION_BREAK,
+    DEFAULT_MODEL,
+    _field,
+    _first_user_text,
+    _tool_names,
+)
+from .synthesizing import _deliverable
+
+# --- the provider ---------------------------------------------------------------------------------
+
+
+def _message_chars(message: Message) -> int:
+    chars = len(message["content"]) if isinstance(message.get("content"), str) else 0
+    for call in message.get("tool_calls") or []:
+        chars += len(json.dumps(_field(call, "arguments", {}), ensure_ascii=False))
+    for result in message.get("results") or []:
+        chars += len(str(_field(result, "content", "")))
+    return chars
+
+
+def _stream_pieces(text: str, count: int = 8) -> list[str]:
+    """The text cut into about `count` pieces at word boundaries, for simulated streaming."""
+    words = re.split(r"(?<=\s)", text)
+    size = max(1, math.ceil(len(words) / count))
+    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
+
+
+class OfflineProvider(Provider):
+    """Plans, executes and synthesizes from the structure of its input; no network, no chance."""
+
+    name = "offline"
+
+    def __init__(self, model: str = DEFAULT_MODEL, latency_s: float = 0.0) -> None:
+        super().__init__(model)
+        self.latency_s = latency_s
+
+    def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
+        reply = self._answer(request)
+        # Simulated latency lets tests prove that parallel branches really overlap. With a
+        # listener, the text is "written" across that time, as a streaming model would.
+        if on_text is not None and reply.text:
+            pieces = _stream_pieces(reply.text)
+            for piece in pieces:
+                if self.latency_s > 0:
+                    time.sleep(self.latency_s / len(pieces))
+                on_text(piece)
+        elif self.latency_s > 0:
+            time.sleep(self.latency_s)
+        return reply
+
+    def _answer(self, request: ModelRequest) -> ModelReply:
+        purpose = request.purpose
+        if purpose == "planner":
+            return self._reply(request, self._plan(request))
+        if purpose == "synthesizer":
+            return self._reply(request, self._synthesize(request))
+        if purpose == "executor" or purpose.startswith("executor:"):
+            return self._execute(request, purpose.partition(":")[2] or "researcher")
+        raise ProviderError(
+            f"offline provider: unknown purpose {purpose!r}; expected 'planner', "
+            "'executor:<role>' or 'synthesizer'"
+        )
+
+    def _plan(self, request: ModelRequest) -> str:
+        # A repair request repeats the task in its first message; a fresh plan answers it.
+        content = _first_user_text(request, "planner")
+        task = read_block(content, Block.TASK)
+        if task is None:
+            raise ProviderError("offline planner: the first message has no <task>…</task> block")
+        if not task.strip():
+            raise ProviderError("offline planner: the <task> block is empty")
+        tools = _tool_names(read_block(content, Block.TOOLS) or "")
+        # Offline, a revision request is read as more of the task: 'and mate' adds a branch.
+        revision = (read_block(content, Block.REVISION_REQUEST) or "").strip()
+        if revision:
+            joiner = " " if revision[:1].islower() or revision.lower().startswith("and ") else ". "
+            task = task.strip().rstrip(".") + joiner + revision
+        plan = _PlanBuilder(task.strip(), tools).build()
+        # Asked to re-plan after failures, it routes around them: the failed steps go, and
+        # what depended on them does without their output.
+        failed = set(re.findall(r'<failure step="([^"]+)"', content))
+        if failed:
+            plan["steps"] = [
+                {**step, "depends_on": [d for d in step["depends_on"] if d not in failed]}
+                for step in plan["steps"]
+                if step["id"] not in failed
+            ]
+        return json.dumps(plan, ensure_ascii=False, indent=2)
+
+    def _execute(self, request: ModelRequest, role: str) -> ModelReply:
+        content = _first_user_text(request, "executor")
+        instruction = read_block(content, Block.INSTRUCTION)
+        if instruction is None:
+            raise ProviderError("offline executor: the first message has no <instruction> block")
+        directive = _SECTION_BREAK.split(instruction, maxsplit=1)[0].strip()
+        # Parsed before unescaping, so an output quoting '</output>' cannot end its own block.
+        outputs = read_outputs(raw_block(content, Block.CONTEXT) or "")
+        answer = _ANSWERS.get(role, _researcher_answer)
+        if len(request.messages) == 1:
+            granted = {spec.name for spec in request.tools}
+            planned = _planned_calls(directive, outputs, granted)
+            if planned:
+                calls = [
+                    ToolCall(f"call_{n}", name, arguments)
+                    for n, (name, arguments) in enumerate(planned, start=1)
+                ]
+                text = (
+                    "Using " + ", ".join(_describe_call(c.name, c.arguments) for c in calls) + "."
+                )
+                return self._reply(request, text, calls, "tool_use")
+        # After one round of tool results (or none needed) the step finishes: never loop.
+        used = _tool_rounds(request.messages)
+        if used and all(u.is_error for u in used):
+            # Every tool it needed failed: nothing to build on, so it says it cannot proceed.
+            reasons = "; ".join(u.line() for u in used)
+            return self._reply(request, f"{STEP_FAILED_MARKER} {reasons}")
+        return self._reply(request, answer(directive, outputs, used))
+
+    def _synthesize(self, request: ModelRequest) -> str:
+        content = _first_user_text(request, "synthesizer")
+        task = read_block(content, Block.TASK)
+        if task is None:
+            raise ProviderError(
+                "offline synthesizer: the first message has no <task>…</task> block"
+            )
+        return _deliverable(task, read_outputs(content))
+
+    def _reply(
+        self,
+        request: ModelRequest,
+        text: str,
+        calls: Sequence[ToolCall] = (),
+        stop_reason: str = "end_turn",
+    ) -> ModelReply:
+        input_chars = len(request.system) + sum(_message_chars(m) for m in request.messages)
+        output_chars = len(text) + sum(
+            len(json.dumps(c.arguments, ensure_ascii=False)) for c in calls
+        )
+        return ModelReply(
+            text=text,
+            tool_calls=list(calls),
+            stop_reason=stop_reason,
+            usage=Usage(math.ceil(input_chars / 4), math.ceil(output_chars / 4)),
+            model=self.model,
+        )
