@@ -245,7 +245,11 @@ AGENTSITE_MAX_REPLANS = int(os.environ.get("AGENTSITE_MAX_REPLANS", "2"))
 # The single-agent baseline's model calls before it gives up.
 AGENTSITE_BASELINE_MAX_ITERATIONS = int(os.environ.get("AGENTSITE_BASELINE_MAX_ITERATIONS", "24"))
 AGENTSITE_MAX_STEP_ITERATIONS = int(os.environ.get("AGENTSITE_MAX_STEP_ITERATIONS", "8"))
+# Where a step keeps its local copy of the run's files while it works; the files themselves
+# live in the database, so every machine sees them.
 AGENTSITE_WORKSPACES_DIR = Path(os.environ.get("AGENTSITE_WORKSPACES_DIR", VAR_DIR / "workspaces"))
+AGENTSITE_RUN_FILE_MAX_BYTES = int(os.environ.get("AGENTSITE_RUN_FILE_MAX_BYTES", "5000000"))
+AGENTSITE_RUN_FILES_MAX_BYTES = int(os.environ.get("AGENTSITE_RUN_FILES_MAX_BYTES", "50000000"))
 AGENTSITE_FETCH_MAX_BYTES = int(os.environ.get("AGENTSITE_FETCH_MAX_BYTES", "200000"))
 AGENTSITE_FETCH_TIMEOUT_S = float(os.environ.get("AGENTSITE_FETCH_TIMEOUT_S", "10"))
 # Tools refuse loopback and private addresses (SSRF) except these: IPs, CIDRs or host[:port].

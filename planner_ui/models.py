@@ -99,6 +99,9 @@ class Run(models.Model):
     tokens_cache_write = models.PositiveBigIntegerField(default=0)
     model_calls = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    # Set when a run succeeds although something was lost on the way (a step failed and the
+    # re-plan went around it): the deliverable may miss what that step should have given.
+    warnings = models.JSONField(default=list, blank=True)
     last_event_seq = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -439,3 +442,26 @@ class ToolReceipt(models.Model):
 
     def __str__(self) -> str:
         return f"receipt {self.idempotency_key} ({self.state})"
+
+
+class RunFile(models.Model):
+    """A file of a run, in the database: the store of record every worker reads, whatever the
+    machine. A step works on a local copy (services.files) and its changes are synced back
+    after every tool call that may change files."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="files")
+    path = models.CharField(max_length=255)
+    content = models.BinaryField()
+    size = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64)
+    # The step whose tool call wrote it last.
+    step_id = models.CharField(max_length=40, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["run", "path"]
+        constraints = [models.UniqueConstraint(fields=["run", "path"], name="run_file_path_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.path} of run {self.run_id}"

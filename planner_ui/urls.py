@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import approvals, plans, runs
+from .views import approvals, files, plans, runs
 
 urlpatterns = [
     path("", runs.home, name="home"),
@@ -8,6 +8,7 @@ urlpatterns = [
     path("runs/new/", runs.run_new, name="run_new"),
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
     path("runs/<int:run_id>/steps/", runs.run_step_cards, name="run_step_cards"),
+    path("runs/<int:run_id>/files/<path:path>", files.run_file_download, name="run_file"),
     path("runs/<int:run_id>/approve/", runs.run_approve, name="run_approve"),
     path("runs/<int:run_id>/cancel/", approvals.run_cancel_view, name="run_cancel"),
     path("runs/<int:run_id>/replan/", approvals.replan_decide_view, name="replan_decide"),

@@ -44,6 +44,11 @@ class StepFailed(AgentError):
     """An executor could not finish its step (iteration cap, refusal, provider error)."""
 
 
+class MissingRunFile(StepFailed):
+    """A step needs a file (its instruction names it, and it can only read it) that no step of
+    the run wrote: it cannot do its work, and the run must not carry on as if it had."""
+
+
 class RunStopped(AgentError):
     """The run stopped (budget spent, cancelled, failed elsewhere): no further model call."""
 

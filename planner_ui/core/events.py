@@ -38,6 +38,8 @@ class EventType(StrEnum):
     TOOL_PERFORMING = "tool.performing"
     TOOL_RECEIPT = "tool.receipt"
     TOOL_UNKNOWN = "tool.unknown"
+    FILE_WRITTEN = "file.written"
+    FILE_DELETED = "file.deleted"
 
 
 class RunStatusPayload(TypedDict):
@@ -196,6 +198,16 @@ class ToolUnknownPayload(TypedDict):
     key: str
 
 
+class FileWrittenPayload(TypedDict):
+    path: str
+    size: int
+    sha256: str
+
+
+class FileDeletedPayload(TypedDict):
+    path: str
+
+
 PAYLOADS: dict[EventType, type] = {
     EventType.RUN_STATUS: RunStatusPayload,
     EventType.BASELINE_STARTED: BaselineStartedPayload,
@@ -223,6 +235,8 @@ PAYLOADS: dict[EventType, type] = {
     EventType.TOOL_PERFORMING: ToolPerformingPayload,
     EventType.TOOL_RECEIPT: ToolReceiptPayload,
     EventType.TOOL_UNKNOWN: ToolUnknownPayload,
+    EventType.FILE_WRITTEN: FileWrittenPayload,
+    EventType.FILE_DELETED: FileDeletedPayload,
 }
 
 # (required keys, every allowed key) per type, worked out once.

@@ -34,6 +34,8 @@ def run_json(run: Run) -> dict[str, Any]:
             for s in run.steps.all()
         ],
         "result": run.result,
+        # Said when the run succeeded although something was lost on the way.
+        "warnings": run.warnings,
         "tokens": {
             "input": run.tokens_in,
             "output": run.tokens_out,

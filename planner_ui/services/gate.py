@@ -3,33 +3,68 @@ waits for a person, or is only recorded; irreversible calls go through the outbo
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 
 from planner_ui.agents.executor import AwaitingApproval, ToolRunner, call_tool
-from planner_ui.core.effects import Decision
-from planner_ui.core.errors import RunStopped
+from planner_ui.core.effects import Decision, Effect
+from planner_ui.core.errors import MissingRunFile, RunStopped
 from planner_ui.core.messages import ToolCall
-from planner_ui.models import Approval, Run
+from planner_ui.models import Approval, Run, Step
 from planner_ui.tools import Tool, ToolContext
 
 from . import outbox
 from .approvals import approval_find, approval_request
+from .files import Workspace, workspace_sync
 from .mail import mail_send
 
 
-def tool_context(run_id: int, step_id: str) -> ToolContext:
-    workspace = settings.AGENTSITE_WORKSPACES_DIR / f"run-{run_id}"
-    workspace.mkdir(parents=True, exist_ok=True)
+def tool_context(workspace: Workspace) -> ToolContext:
     return ToolContext(
-        run_id=run_id,
-        step_id=step_id,
-        workspace=workspace,
+        run_id=workspace.run_id,
+        step_id=workspace.step_id,
+        workspace=workspace.path,
         settings=dict(settings.AGENTSITE_TOOL_SETTINGS),
         mailer=mail_send,
     )
 
 
-def tool_runner(run: Run, step_id: str, ctx: ToolContext) -> ToolRunner:
+# Calls with these effects may change the step's local copy of the run's files.
+CHANGES_FILES = frozenset({Effect.WRITE, Effect.DELETE, Effect.EXECUTE})
+
+
+def tool_runner(run: Run, step: Step, ctx: ToolContext, workspace: Workspace) -> ToolRunner:
+    """Each call decided by the run's policy, then the files it changed stored for every
+    machine; a file the step needs and nobody wrote fails the step, naming the file."""
+    decide = _decider(run, step.step_id, ctx)
+
+    def run_call(call: ToolCall, tool: Tool, iteration: int) -> tuple[str, bool]:
+        content, is_error = decide(call, tool, iteration)
+        if tool.effect in CHANGES_FILES:
+            if problems := workspace_sync(workspace):
+                content += "\n" + "\n".join(problems)
+        if is_error and tool.name == "read_file":
+            _needed_file_missing(step, workspace, str(call.arguments.get("path", "")))
+        return content, is_error
+
+    return run_call
+
+
+def _needed_file_missing(step: Step, workspace: Workspace, path: str) -> None:
+    """Fail the step when it asked for a file no step wrote, that its instruction names and it
+    cannot write itself: it was meant to work on that file."""
+    if not path or path in workspace.stored or "write_file" in step.tools:
+        return
+    if not re.search(rf"(?<![\w/.-]){re.escape(path)}(?![\w/-])", step.instruction):
+        return
+    files = ", ".join(sorted(workspace.stored)) or "none yet"
+    raise MissingRunFile(
+        f"needs the file '{path}', which no step of this run wrote (the run's files: {files})"
+    )
+
+
+def _decider(run: Run, step_id: str, ctx: ToolContext) -> ToolRunner:
     policy = run.policy
 
     def run_call(call: ToolCall, tool: Tool, iteration: int) -> tuple[str, bool]:

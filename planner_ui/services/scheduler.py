@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from planner_ui import tasks
 from planner_ui.core import dag
+from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import UNFINISHED_STEP_STATUSES, RunStatus, StepStatus
 from planner_ui.models import Approval, Run, Step
@@ -173,12 +174,29 @@ def run_finish_if_done(run: Run) -> None:
         run.error = "; ".join(f"step '{s.step_id}' failed: {s.error}" for s in failed)
     else:
         run.move_to(RunStatus.SUCCEEDED)
+        run.warnings = _losses(run, steps)
         synthesis = next((s for s in steps if s.step_id == SYNTHESIS_STEP_ID), None)
         # A baseline has no synthesizer: its one agent's answer is the deliverable.
         last = synthesis or (steps[-1] if len(steps) == 1 else None)
         run.result = last.output if last else ""
     run.save()
     event_append(run.pk, "run.status", {"status": run.status, "error": run.error})
+
+
+def _losses(run: Run, steps: list[Step]) -> list[str]:
+    """What a run that succeeded lost on the way: steps that failed and never succeeded after
+    (a re-plan dropped or replaced them), so the deliverable may miss what they were for."""
+    succeeded = {s.step_id for s in steps if s.status == StepStatus.SUCCEEDED}
+    losses: dict[str, str] = {}
+    for step_id, payload in run.events.filter(type=EventType.STEP_FAILED).values_list(
+        "step_id", "payload"
+    ):
+        if step_id not in succeeded:
+            losses[step_id] = (
+                f"step '{step_id}' failed ({payload.get('error', '')[:300]}) and the re-plan went "
+                "around it: the deliverable may miss what it was for"
+            )
+    return list(losses.values())
 
 
 def run_end(run: Run, status: RunStatus, reason: str) -> None:

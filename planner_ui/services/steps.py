@@ -20,6 +20,7 @@ from planner_ui.models import Approval, Run, Step
 
 from .approvals import approval_find
 from .events import event_append
+from .files import workspace_checkout, workspace_drop
 from .gate import tool_context, tool_runner
 from .providers import run_provider
 from .scheduler import step_resume, step_settled
@@ -102,13 +103,16 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
 
     provider = None  # stays None when choosing the provider is what failed
     live_text = text_broadcaster(run_id, step_id)
+    workspace = None
     try:
         if step.step_id == SYNTHESIS_STEP_ID:
             provider = run_provider(run, "synthesizer", step_id)
             outcome = synthesize(provider, run.task, _context_for(step), live_text(1))
         else:
             provider = run_provider(run, f"executor:{step.role}", step_id)
-            tool_ctx = tool_context(run_id, step_id)
+            # The run's files, wherever they were written, in a local folder of this attempt.
+            workspace = workspace_checkout(run_id, step_id)
+            tool_ctx = tool_context(workspace)
             outcome = run_step(
                 provider,
                 StepSpec(step.step_id, step.title, step.instruction, step.role, list(step.tools)),
@@ -121,7 +125,7 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
                     else settings.AGENTSITE_MAX_STEP_ITERATIONS
                 ),
                 live_text=live_text,
-                run_tool=tool_runner(run, step_id, tool_ctx),
+                run_tool=tool_runner(run, step, tool_ctx, workspace),
                 checkpoint=Checkpoint.from_json(step.checkpoint) if step.checkpoint else None,
                 save=lambda state: Step.objects.filter(run_id=run_id, step_id=step_id).update(
                     checkpoint=state.to_json(), heartbeat_at=timezone.now()
@@ -142,6 +146,9 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
         log.exception("step %s of run %s crashed", step_id, run_id)
         step_finish(run_id, step_id, error=f"internal error: {type(exc).__name__}: {exc}")
         return
+    finally:
+        if workspace is not None:
+            workspace_drop(workspace)
     step_finish(run_id, step_id, outcome=outcome, model=provider.label)
 
 

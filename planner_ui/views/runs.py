@@ -24,6 +24,7 @@ from planner_ui.core.status import STEP_PROGRESS, StepStatus
 from planner_ui.models import PlanProposal, Run, Step
 from planner_ui.selectors.approvals import run_approvals
 from planner_ui.selectors.estimate import run_estimate
+from planner_ui.selectors.files import run_files
 from planner_ui.selectors.providers import provider_status
 from planner_ui.selectors.runs import (
     run_get_for_user,
@@ -223,6 +224,7 @@ def render_run(
         "failed_steps": [s for s in steps if s.status == StepStatus.FAILED],
         "proposal_diff": proposal_diff,
         "usage": run_usage(run),
+        "files": run_files(run),
         **run_approvals(run),
         **_cards_context(run, steps),
         "notice": notice,

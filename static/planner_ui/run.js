@@ -247,6 +247,8 @@
       case "approval.withdrawn": return p.count + " pending approval" + (p.count === 1 ? "" : "s") + " withdrawn: " + p.reason;
       case "tool.performing": return "performing " + p.tool + ", authorized by " + p.authorized_by + " (key " + p.key + ")";
       case "tool.receipt": return p.tool + (p.is_error ? " failed; receipt stored" : " performed; receipt stored");
+      case "file.written": return "wrote " + p.path + " (" + p.size + " bytes)";
+      case "file.deleted": return "deleted " + p.path;
       case "tool.unknown": return "the outcome of " + p.tool + " is unknown: its worker stopped during the call; not repeated";
       default: return ev.type;
     }
@@ -292,6 +294,8 @@
       case "approval.withdrawn":
       case "tool.receipt":
       case "tool.unknown":
+      case "file.written":
+      case "file.deleted":
         refreshMain();
         break;
       case "step.tool_call":

@@ -27,7 +27,7 @@ def test_review_a_re_plan_after_a_failure_and_go_on(
 
     replan = page.locator("#replan")
     expect(replan.locator("#accept-replan")).to_be_visible(timeout=60_000)
-    expect(replan).to_contain_text("failed: the executor could not proceed")
+    expect(replan).to_contain_text("needs the file 'missing.txt', which no step of this run wrote")
     expect(replan).to_contain_text("read-missing-txt")
     run = Run.objects.get()
     assert run.replanning and run.plan_versions.count() == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planner_ui.models import Run, ToolReceipt
+from planner_ui.services.files import workspace_checkout
 from planner_ui.services.gate import tool_context
 from planner_ui.services.outbox import perform_once
 from planner_ui.tools import get_tool
@@ -26,7 +27,7 @@ def send(run: Run, key: str = "1:call_1") -> tuple[str, bool]:
         call_key=key,
         tool=get_tool("send_email"),
         arguments=MAIL,
-        ctx=tool_context(run.pk, "mail"),
+        ctx=tool_context(workspace_checkout(run.pk, "mail")),
         authorized_by="alice",
     )
 

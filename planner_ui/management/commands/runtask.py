@@ -165,6 +165,8 @@ class Command(BaseCommand):
             )
         if run.error:
             self.stdout.write(f"Error: {run.error}")
+        for warning in run.warnings:
+            self.stdout.write(f"Warning: {warning}")
         if run.result:
             self.stdout.write("\n" + run.result)
         self.stdout.write(
