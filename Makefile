@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	fi
 	test -x $(PY) || "$(PYTHON)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[embedded,dev]'
 	touch $(STAMP)
 
 # The app on its embedded defaults; RUN_ARGS="--port 8001 --concurrency 2" passes options on.

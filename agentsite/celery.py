@@ -3,9 +3,21 @@
 import os
 
 from celery import Celery
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 
 app = Celery("agentsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+from . import worker_log  # noqa: E402,F401 - one log line per task, connected on import
+
+
+@worker_ready.connect
+def _say_alive(sender: object, **_: object) -> None:
+    """Every worker tells Redis every few seconds that it is alive: the submission form and
+    /readyz count the ones that did recently."""
+    from planner_ui.services.leases import worker_alive_beat
+
+    worker_alive_beat(getattr(sender, "hostname", "worker"))

@@ -131,6 +131,7 @@ def start_worker(
     log_path: Path | None = None,
     app: str = "agentsite",
     queue: str = "agentsite",
+    beat: bool = False,
 ) -> subprocess.Popen:
     """Start one Celery worker process of `app` (the agentsite one) on `queue`.
 
@@ -148,6 +149,9 @@ def start_worker(
         # nothing here uses them, and they slow the start down.
         "--without-gossip", "--without-mingle",
     ]  # fmt: skip
+    if beat:
+        # Celery beat inside this worker: the periodic sweep, for a setup of one worker.
+        command.append("--beat")
     return _spawn(command, env=env, log_path=log_path)
 
 

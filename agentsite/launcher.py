@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             concurrency=args.concurrency,
             hostname=f"{worker_name}@%h",
             log_path=log_dir / "worker.log",
+            beat=True,  # the one worker also runs the periodic sweep
         )
         children.append(Child("celery worker", worker, log_dir / "worker.log"))
         for child in children:

@@ -26,10 +26,26 @@ def _env_bool(name: str, default: bool = False) -> bool:
     return default if value is None else value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+# The embedded default runs on one machine with an embedded Redis; naming a Redis server
+# (REDIS_URL) means machines share it, and then they must share everything a login depends on.
+EMBEDDED = not os.environ.get("REDIS_URL")
+
+
 def _secret_key() -> str:
-    """Use DJANGO_SECRET_KEY, else a random key kept in var/ so sessions survive restarts."""
+    """DJANGO_SECRET_KEY; on the embedded default, a random key kept in var/ so sessions
+    survive restarts. Several machines each making their own would log users out as their
+    requests move between them, so production refuses to start without one."""
     if key := os.environ.get("DJANGO_SECRET_KEY"):
         return key
+    if not EMBEDDED:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY is not set. With REDIS_URL set (a Redis server, so more than one "
+            "machine may serve this site) every web server and worker must share one secret "
+            "key: set DJANGO_SECRET_KEY to the same long random string everywhere, e.g. the "
+            "output of python -c 'import secrets; print(secrets.token_urlsafe(50))'."
+        )
     path = VAR_DIR / "secret_key"
     if not path.exists():
         import secrets
@@ -45,6 +61,14 @@ ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1
 CSRF_TRUSTED_ORIGINS = [
     o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o
 ]
+# Behind a TLS proxy: cookies only over HTTPS, HSTS, and the header the proxy sets to say the
+# request came in over HTTPS ("HTTP_X_FORWARDED_PROTO,https"; set it only behind such a proxy).
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = _env_bool("DJANGO_SECURE_COOKIES")
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "0"))
+SECURE_SSL_REDIRECT = _env_bool("DJANGO_SECURE_SSL_REDIRECT")
+if _proxy_header := os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER"):
+    _name, _, _value = _proxy_header.partition(",")
+    SECURE_PROXY_SSL_HEADER = (_name.strip(), _value.strip() or "https")
 
 INSTALLED_APPS = [
     "daphne",
@@ -134,7 +158,7 @@ WHITENOISE_USE_FINDERS = True
 # --- Redis: Celery broker and the Channels layer -------------------------------------------
 EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
 REDIS_URL = os.environ.get("REDIS_URL") or f"unix://{EMBEDDED_REDIS_SOCKET}"
-REDIS_IS_EMBEDDED = "REDIS_URL" not in os.environ or not os.environ["REDIS_URL"]
+REDIS_IS_EMBEDDED = EMBEDDED
 
 
 def kombu_url(redis_url: str) -> str:
@@ -144,15 +168,20 @@ def kombu_url(redis_url: str) -> str:
     return redis_url
 
 
+# Two installs may share one Redis server. Pub/sub ignores the database number, so each names its
+# channels (and its keys) with a prefix of its own.
+AGENTSITE_PREFIX = os.environ.get("AGENTSITE_PREFIX", "agentsite")
+
 CHANNEL_LAYERS = {
     "default": {
         # One Redis publish per group send: the fastest fan-out to many watchers of one run.
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-        "CONFIG": {"hosts": [{"address": REDIS_URL}]},
+        "CONFIG": {"hosts": [{"address": REDIS_URL}], "prefix": AGENTSITE_PREFIX},
     }
 }
 
-CELERY_BROKER_URL = kombu_url(REDIS_URL)
+# Celery's broker is REDIS_URL's Redis unless another is named (RabbitMQ: amqp://...).
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or kombu_url(REDIS_URL)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -235,9 +264,26 @@ AGENTSITE_DEFAULT_BUDGET_USD = os.environ.get("AGENTSITE_DEFAULT_BUDGET_USD") or
 
 # --- Runs and tools -----------------------------------------------------------------------
 AGENTSITE_MAX_TASK_CHARS = 10_000
-# A running step whose heartbeat (each model reply and tool result) is older than this is taken
-# over by a redelivered task; a younger one is left to the worker that still runs it.
-AGENTSITE_STEP_LEASE_S = float(os.environ.get("AGENTSITE_STEP_LEASE_S", "300"))
+# A worker refreshes the heartbeat of what it runs every AGENTSITE_HEARTBEAT_S (a quarter of the
+# lease by default). A running step whose heartbeat is older than the lease has lost its worker:
+# the sweep, every AGENTSITE_SWEEP_S, hands it to another, so a dead worker's step is taken over
+# within lease + sweep seconds (30 by default). Work queued or asked for that nobody took up for
+# AGENTSITE_REQUEUE_AFTER_S (its message lost with a Redis restart) is handed out again.
+AGENTSITE_STEP_LEASE_S = float(os.environ.get("AGENTSITE_STEP_LEASE_S", "20"))
+AGENTSITE_HEARTBEAT_S = float(
+    os.environ.get("AGENTSITE_HEARTBEAT_S") or max(0.5, AGENTSITE_STEP_LEASE_S / 4)
+)
+AGENTSITE_SWEEP_S = float(os.environ.get("AGENTSITE_SWEEP_S", "10"))
+AGENTSITE_REQUEUE_AFTER_S = float(os.environ.get("AGENTSITE_REQUEUE_AFTER_S", "60"))
+# A worker that has not said it is alive for this long is not counted (the form warns, /readyz
+# fails when none is).
+AGENTSITE_WORKER_ALIVE_S = float(os.environ.get("AGENTSITE_WORKER_ALIVE_S", "30"))
+# Celery beat (a `beat` process, or a worker started with -B) runs the sweep that hands out again
+# work whose worker died or whose message was lost (planner_ui.services.sweep).
+CELERY_BEAT_SCHEDULE = {
+    "sweep": {"task": "planner_ui.tasks.sweep", "schedule": AGENTSITE_SWEEP_S},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # When a step fails: "auto" re-plans what is left and carries on, "review" waits for the
 # person, "off" fails the run; at most this many re-plans per run.
 AGENTSITE_REPLAN_MODE = os.environ.get("AGENTSITE_REPLAN_MODE", "auto")
@@ -269,8 +315,19 @@ AGENTSITE_TOOL_SETTINGS = {
     "net_allow": AGENTSITE_TOOL_NET_ALLOW,
 }
 
+# send_email: into files under var/sent_mail/ by default, through SMTP once EMAIL_HOST is set.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "587"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = _env_bool("EMAIL_USE_TLS", default=EMAIL_PORT == 587)
+EMAIL_USE_SSL = _env_bool("EMAIL_USE_SSL", default=EMAIL_PORT == 465)
+EMAIL_TIMEOUT = 30
 EMAIL_BACKEND = os.environ.get(
-    "DJANGO_EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend"
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.filebased.EmailBackend",
 )
 EMAIL_FILE_PATH = VAR_DIR / "sent_mail"
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "agentsite@localhost")

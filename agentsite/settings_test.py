@@ -18,6 +18,8 @@ MODEL_ENVIRONMENT = re.compile(
 for _name in [name for name in os.environ if MODEL_ENVIRONMENT.match(name)]:
     del os.environ[_name]
 os.environ["AGENTSITE_ALLOW_MODEL_REQUESTS"] = "false"
+# A test session on a Redis server (REDIS_URL) is not production: it needs no key of its own.
+os.environ.setdefault("DJANGO_SECRET_KEY", "tests-only-not-a-secret")
 
 os.environ.setdefault(
     "AGENTSITE_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test")

@@ -206,8 +206,11 @@ class Step(models.Model):
     # reply and tool result: a step resumed after an approval or re-delivered after a crash
     # carries on from here instead of asking the model again.
     checkpoint = models.JSONField(null=True, blank=True)
-    # Refreshed as the step makes progress; a redelivered task takes over only a stale step.
+    # Refreshed every few seconds while a worker runs the step (services.leases); one older than
+    # the lease means its worker is lost, and the sweep hands the step to another.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # When it was last queued: queued work nobody claimed for long is handed out again.
+    queued_at = models.DateTimeField(null=True, blank=True)
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
     tokens_cache_read = models.PositiveBigIntegerField(default=0)

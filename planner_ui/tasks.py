@@ -14,9 +14,12 @@ from django.conf import settings
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def plan_run(run_id: int) -> None:
+    from planner_ui.services.leases import task_lease
     from planner_ui.services.runs import run_plan
 
-    run_plan(run_id)
+    with task_lease("plan", run_id) as mine:
+        if mine:  # else a live worker is planning it already
+            run_plan(run_id)
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
@@ -36,13 +39,26 @@ def execute_step(self, run_id: int, step_id: str, takeover: bool = False) -> Non
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def revise_plan_task(proposal_id: int) -> None:
+    from planner_ui.services.leases import task_lease
     from planner_ui.services.proposals import proposal_make
 
-    proposal_make(proposal_id)
+    with task_lease("revision", proposal_id) as mine:
+        if mine:
+            proposal_make(proposal_id)
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)
 def replan_task(run_id: int, failed_step_id: str) -> None:
+    from planner_ui.services.leases import task_lease
     from planner_ui.services.replans import replan_make
 
-    replan_make(run_id, failed_step_id)
+    with task_lease("replan", run_id) as mine:
+        if mine:
+            replan_make(run_id, failed_step_id)
+
+
+@shared_task(ignore_result=True)
+def sweep() -> dict[str, int]:
+    from planner_ui.services.sweep import sweep
+
+    return sweep()

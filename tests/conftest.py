@@ -99,7 +99,7 @@ def celery_worker_process(
             AGENTSITE_OFFLINE_LATENCY_S=OFFLINE_LATENCY_S, AGENTSITE_TOOL_NET_ALLOW="127.0.0.1"
         )
     proc = embedded.start_worker(
-        env=env, concurrency=4, hostname="testworker@%h", log_path=log_path
+        env=env, concurrency=4, hostname="testworker@%h", log_path=log_path, beat=True
     )
     try:
         embedded.wait_for_worker("testworker", timeout=60)

@@ -38,6 +38,7 @@ class EventType(StrEnum):
     TOOL_PERFORMING = "tool.performing"
     TOOL_RECEIPT = "tool.receipt"
     TOOL_UNKNOWN = "tool.unknown"
+    STEP_WORKER_LOST = "step.worker_lost"
     FILE_WRITTEN = "file.written"
     FILE_DELETED = "file.deleted"
 
@@ -198,6 +199,11 @@ class ToolUnknownPayload(TypedDict):
     key: str
 
 
+class WorkerLostPayload(TypedDict):
+    worker: str
+    heartbeat_at: str
+
+
 class FileWrittenPayload(TypedDict):
     path: str
     size: int
@@ -235,6 +241,7 @@ PAYLOADS: dict[EventType, type] = {
     EventType.TOOL_PERFORMING: ToolPerformingPayload,
     EventType.TOOL_RECEIPT: ToolReceiptPayload,
     EventType.TOOL_UNKNOWN: ToolUnknownPayload,
+    EventType.STEP_WORKER_LOST: WorkerLostPayload,
     EventType.FILE_WRITTEN: FileWrittenPayload,
     EventType.FILE_DELETED: FileDeletedPayload,
 }

@@ -10,7 +10,6 @@ channel layer (a test's in-memory one) gets the ordinary group_send.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,22 +19,11 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 
+from .redis_store import redis_client
+
 log = logging.getLogger(__name__)
 
 PUBSUB_LAYER = "channels_redis.pubsub.RedisPubSubChannelLayer"
-
-# Per process: a forked worker child must not share its parent's socket.
-_publisher: tuple[int, redis.Redis] | None = None
-
-
-def _client() -> redis.Redis:
-    global _publisher
-    if _publisher is None or _publisher[0] != os.getpid():
-        client = redis.Redis.from_url(
-            settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
-        )
-        _publisher = (os.getpid(), client)
-    return _publisher[1]
 
 
 def _layer_config() -> dict[str, Any]:
@@ -55,7 +43,7 @@ def group_publish(
         return
     try:
         config = _layer_config()
-        pipe = _client().pipeline(transaction=False)
+        pipe = redis_client().pipeline(transaction=False)
         if along is not None:
             along(pipe)
         if config["BACKEND"] != PUBSUB_LAYER:

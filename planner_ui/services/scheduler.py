@@ -92,7 +92,7 @@ def dispatch_ready(run: Run, succeeded: Step | None = None) -> list[str]:
     for step_id in ready:
         # Conditional, so two finishing parents can never queue the same child twice.
         if Step.objects.filter(run=run, step_id=step_id).move_to(
-            StepStatus.QUEUED, only_from={StepStatus.PENDING}
+            StepStatus.QUEUED, only_from={StepStatus.PENDING}, queued_at=timezone.now()
         ):
             event_append(run.pk, "step.queued", step_id=step_id)
             _enqueue(run.pk, tasks.execute_step, run.pk, step_id)
@@ -102,7 +102,7 @@ def dispatch_ready(run: Run, succeeded: Step | None = None) -> list[str]:
 def step_resume(run_id: int, step_id: str) -> bool:
     """Queue a step that waited for a decision; it carries on from its checkpoint."""
     if not Step.objects.filter(run_id=run_id, step_id=step_id).move_to(
-        StepStatus.QUEUED, only_from={StepStatus.WAITING}
+        StepStatus.QUEUED, only_from={StepStatus.WAITING}, queued_at=timezone.now()
     ):
         return False  # not waiting (the run ended, or it was resumed already)
     event_append(run_id, "step.queued", {"resumed": True}, step_id=step_id)

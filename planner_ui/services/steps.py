@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from planner_ui.agents.checkpoint import Checkpoint
@@ -22,6 +22,7 @@ from .approvals import approval_find
 from .events import event_append
 from .files import workspace_checkout, workspace_drop
 from .gate import tool_context, tool_runner
+from .leases import step_heartbeat
 from .providers import run_provider
 from .scheduler import step_resume, step_settled
 from .streaming import live_text_clear, text_broadcaster
@@ -92,11 +93,17 @@ def _context_for(step: Step) -> list[tuple[str, str, str]]:
 
 
 def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = False) -> None:
-    """Run one step end to end: claim it, call the executor, record the outcome, dispatch."""
+    """Run one step end to end: claim it, call the executor, record the outcome, dispatch.
+    Its heartbeat stays fresh meanwhile, so nobody takes over a step whose worker is alive."""
     step = step_claim(run_id, step_id, worker, redelivered=redelivered)
     if step is None:
         return
-    run = step.run
+    with step_heartbeat(run_id, step_id, worker):
+        _execute(step, worker)
+
+
+def _execute(step: Step, worker: str) -> None:
+    run, run_id, step_id = step.run, step.run_id, step.step_id
 
     def on_event(type: str, payload: dict) -> None:
         event_append(run_id, type, payload, step_id=step_id)
@@ -132,31 +139,43 @@ def step_execute(run_id: int, step_id: str, worker: str, *, redelivered: bool = 
                 ),
             )
     except StepPaused as paused:
-        step_pause(run_id, step_id, paused)
+        step_pause(run_id, step_id, paused, worker=worker)
         return
     except RunStopped as exc:
         step_finish(
-            run_id, step_id, error=str(exc), model=getattr(provider, "label", ""), stopped=True
+            run_id,
+            step_id,
+            error=str(exc),
+            model=getattr(provider, "label", ""),
+            stopped=True,
+            worker=worker,
         )
         return
     except AgentError as exc:
-        step_finish(run_id, step_id, error=str(exc), model=getattr(provider, "label", ""))
+        step_finish(
+            run_id, step_id, error=str(exc), model=getattr(provider, "label", ""), worker=worker
+        )
         return
     except Exception as exc:  # a bug must fail the step visibly, not leave it running forever
         log.exception("step %s of run %s crashed", step_id, run_id)
-        step_finish(run_id, step_id, error=f"internal error: {type(exc).__name__}: {exc}")
+        step_finish(
+            run_id,
+            step_id,
+            error=f"internal error: {type(exc).__name__}: {exc}",
+            worker=worker,
+        )
         return
     finally:
         if workspace is not None:
             workspace_drop(workspace)
-    step_finish(run_id, step_id, outcome=outcome, model=provider.label)
+    step_finish(run_id, step_id, outcome=outcome, model=provider.label, worker=worker)
 
 
-def step_pause(run_id: int, step_id: str, paused: StepPaused) -> None:
+def step_pause(run_id: int, step_id: str, paused: StepPaused, *, worker: str = "") -> None:
     """Park a step before a call that waits for a person; it holds no worker meanwhile."""
     with transaction.atomic():
         Run.objects.select_for_update().get(pk=run_id)
-        moved = Step.objects.filter(run_id=run_id, step_id=step_id).move_to(
+        moved = _held(Step.objects.filter(run_id=run_id, step_id=step_id), worker).move_to(
             StepStatus.WAITING,
             only_from={StepStatus.RUNNING},
             checkpoint=paused.checkpoint.to_json(),
@@ -185,11 +204,13 @@ def step_finish(
     error: str = "",
     model: str = "",
     stopped: bool = False,
+    worker: str = "",
 ) -> None:
     """Record a step's result, then queue what it unblocks or close the run.
 
     `stopped` means the run ended under the step (cancelled, budget spent): it is skipped with
-    the reason rather than failed."""
+    the reason rather than failed. With `worker`, only while that worker holds the step: one
+    that stalled past its lease and was taken over records nothing."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if outcome is not None:
@@ -198,7 +219,7 @@ def step_finish(
         else:
             status = StepStatus.SKIPPED if stopped else StepStatus.FAILED
             fields = {"error": error}
-        finished = Step.objects.filter(run=run, step_id=step_id).move_to(
+        finished = _held(Step.objects.filter(run=run, step_id=step_id), worker).move_to(
             status,
             only_from={StepStatus.RUNNING},
             finished_at=timezone.now(),
@@ -230,3 +251,7 @@ def step_finish(
         else:
             event_append(run_id, "step.failed", {"error": error}, step_id=step_id)
         step_settled(run, step)
+
+
+def _held(steps: QuerySet[Step], worker: str) -> QuerySet[Step]:
+    return steps.filter(worker=worker) if worker else steps

@@ -14,14 +14,13 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 import redis
-from django.conf import settings
 
 from .broadcast import after_commit, group_publish
 from .events import run_group
+from .redis_store import redis_client, redis_key
 
 log = logging.getLogger(__name__)
 
@@ -100,18 +99,13 @@ def text_broadcaster(run_id: int, step_id: str) -> Callable[[int], TextStream]:
 
 
 def _live_key(run_id: int) -> str:
-    return f"agentsite:live:{run_id}"
-
-
-@cache
-def _redis() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+    return redis_key("live", run_id)
 
 
 def live_text_save(run_id: int, step_id: str, iteration: int, text: str) -> None:
     """Keep a step's text so far (streams do it as they publish)."""
     try:
-        pipe = _redis().pipeline(transaction=False)
+        pipe = redis_client().pipeline(transaction=False)
         _live_text_keep(pipe, run_id, step_id, iteration, text)
         pipe.execute()
     except redis.RedisError:
@@ -135,7 +129,7 @@ def live_text_clear(run_id: int, step_id: str) -> None:
 def live_text_snapshot(run_id: int) -> list[dict[str, Any]]:
     """The text so far of every step of the run that is writing now, as text messages."""
     try:
-        stored = _redis().hgetall(_live_key(run_id))
+        stored = redis_client().hgetall(_live_key(run_id))
     except redis.RedisError:
         log.warning("could not read the live text of run %s", run_id, exc_info=True)
         return []

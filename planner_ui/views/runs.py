@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -12,6 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from planner_ui.core.diff import plan_diff
@@ -33,6 +35,7 @@ from planner_ui.selectors.runs import (
     tool_calls_by_step,
 )
 from planner_ui.selectors.usage import model_suggestions, run_usage
+from planner_ui.selectors.workers import workers_alive
 from planner_ui.services.plans import PlanConflict
 from planner_ui.services.providers import routes_for_run
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
@@ -160,6 +163,9 @@ def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
         "recent": run_list_for_user(user)[:5],
         "providers": provider_status(),
         "model_suggestions": model_suggestions(),
+        # The form still takes a task without a worker: it waits, and the person is told.
+        "workers": workers_alive(),
+        "worker_alive_s": round(settings.AGENTSITE_WORKER_ALIVE_S),
     }
 
 
@@ -239,8 +245,15 @@ def render_run(
 def _cards_context(run: Run, steps: list[Step]) -> dict[str, Any]:
     """What _step_card.html needs besides its step; the cards' tool calls are set on them."""
     calls = tool_calls_by_step(run, [s.step_id for s in steps])
+    lost_before = timezone.now() - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
     for step in steps:
         step.calls = calls.get(step.step_id, [])
+        # Its worker stopped refreshing the heartbeat: the sweep hands the step to another.
+        step.worker_lost = (
+            step.status == StepStatus.RUNNING
+            and step.heartbeat_at is not None
+            and step.heartbeat_at < lost_before
+        )
     return {
         "estimate": run_estimate(run),
         "roles": ROLES,

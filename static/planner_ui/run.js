@@ -239,6 +239,7 @@
       case "step.failed": return "failed: " + p.error;
       case "step.skipped": return "skipped: " + p.reason;
       case "step.waiting": return "waits for approval of " + p.tool;
+      case "step.worker_lost": return "its worker (" + p.worker + ") stopped answering; another takes it over";
       case "plan.replanning": return "failed; the planner revises what is left: " + p.error;
       case "plan.replan_proposed": return "a re-plan waits for you" + (p.gated && p.gated.length ? " (it adds irreversible steps: " + p.gated.join(", ") + ")" : "");
       case "plan.replan_cap": return "no more re-plans: " + p.replans + " of " + p.cap + " used";
@@ -300,6 +301,7 @@
         break;
       case "step.tool_call":
       case "step.tool_result":
+      case "step.worker_lost":
         refreshCard(ev.step_id);
         break;
       case "plan.version":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 from datetime import datetime
@@ -106,3 +107,20 @@ def test_runtask_json_beside_a_running_worker(celery_worker_process, make_user):
     # The steps were done by the session's worker, not by one runtask started itself.
     assert all(s.worker for s in run.steps.all())
     assert "No Celery worker answering" not in result.stderr
+
+
+def test_the_worker_logs_one_line_per_task_and_says_it_is_alive(
+    celery_worker_process, make_user, client
+):
+    run = run_create(owner=make_user(), options=RunOptions(task="Compute 6 * 7", auto_approve=True))
+    run = wait_until(lambda: _finished(run.pk), timeout=60, what="the run to finish")
+    log = (settings.VAR_DIR / "worker-test.log").read_text()
+    assert f"plan_run run {run.pk}: success in " in log
+    for step in run.steps.all():
+        assert f"execute_step run {run.pk} step {step.step_id}: success in " in log
+    # Celery's own two lines per task are quiet.
+    assert not re.search(r"Task planner_ui\.tasks\.\w+\[[^\]]+\] (received|succeeded)", log)
+    ready = client.get("/readyz").json()
+    assert ready["ready"] and any(
+        n.startswith("testworker@") for n in ready["checks"]["workers"]["alive"]
+    )

@@ -1,0 +1,132 @@
+"""Reconciliation: work whose worker died or whose message was lost, handed out again.
+
+Run every AGENTSITE_SWEEP_S by Celery beat (a worker started with -B in the embedded setup).
+Every action is safe to repeat: a step is claimed by one worker only, and the planner's work
+holds a lease; `once_per` keeps the sweep from asking twice within a period.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from planner_ui import tasks
+from planner_ui.core.events import EventType
+from planner_ui.core.status import RunStatus, StepStatus
+from planner_ui.models import PlanProposal, Run, Step
+
+from .events import event_append
+from .leases import lease_held, once_per, seen_for
+
+log = logging.getLogger(__name__)
+
+
+def sweep() -> dict[str, int]:
+    """Hand out again what needs it; how many of each kind, for the worker's log."""
+    if not once_per(settings.AGENTSITE_SWEEP_S * 0.8, "sweep"):
+        return {}  # another worker's beat swept a moment ago
+    now = timezone.now()
+    return {
+        "taken_over": _lost_steps(now),
+        "queued_again": _unclaimed_steps(now),
+        "plans_again": _lost_plans(now),
+        "replans_again": _lost_replans(),
+        "revisions_again": _lost_revisions(now),
+    }
+
+
+def _send(task, *args, **kwargs) -> None:
+    try:
+        task.apply_async(args=args, kwargs=kwargs, retry=True, retry_policy={"max_retries": 2})
+    except Exception:  # the broker is down: the next sweep tries again
+        log.warning("the sweep could not enqueue %s%s", task.name, args, exc_info=True)
+
+
+def _lost_steps(now) -> int:
+    lease = settings.AGENTSITE_STEP_LEASE_S
+    lost = Step.objects.filter(
+        status=StepStatus.RUNNING,
+        heartbeat_at__lt=now - timedelta(seconds=lease),
+        run__status=RunStatus.RUNNING,
+    ).values_list("run_id", "step_id", "worker", "heartbeat_at")
+    count = 0
+    for run_id, step_id, worker, heartbeat_at in lost:
+        if not once_per(lease, "takeover", run_id, step_id):
+            continue
+        with transaction.atomic():
+            event_append(
+                run_id,
+                EventType.STEP_WORKER_LOST,
+                {"worker": worker, "heartbeat_at": heartbeat_at.isoformat()},
+                step_id=step_id,
+            )
+        _send(tasks.execute_step, run_id, step_id, takeover=True)
+        count += 1
+    return count
+
+
+def _unclaimed_steps(now) -> int:
+    after = settings.AGENTSITE_REQUEUE_AFTER_S
+    unclaimed = Step.objects.filter(
+        status=StepStatus.QUEUED,
+        queued_at__lt=now - timedelta(seconds=after),
+        run__status=RunStatus.RUNNING,
+    ).values_list("run_id", "step_id")
+    count = 0
+    for run_id, step_id in unclaimed:
+        # A duplicate of a message still in the queue does no harm: one claim wins.
+        if once_per(after, "requeue", run_id, step_id):
+            _send(tasks.execute_step, run_id, step_id)
+            count += 1
+    return count
+
+
+def _lost_plans(now) -> int:
+    after = settings.AGENTSITE_REQUEUE_AFTER_S
+    waiting = Run.objects.filter(
+        status=RunStatus.PLANNING,
+        created_at__lt=now - timedelta(seconds=after),
+        plan_versions__isnull=True,
+    ).values_list("pk", flat=True)
+    count = 0
+    for run_id in waiting:
+        if not lease_held("plan", run_id) and once_per(after, "plan", run_id):
+            _send(tasks.plan_run, run_id)
+            count += 1
+    return count
+
+
+def _lost_replans() -> int:
+    after = settings.AGENTSITE_REQUEUE_AFTER_S
+    replanning = Run.objects.filter(status=RunStatus.RUNNING, replanning=True).exclude(
+        proposals__kind=PlanProposal.Kind.REPLAN, proposals__state=PlanProposal.State.READY
+    )
+    count = 0
+    for run in replanning:
+        # Nobody holds the re-plan's lease, and nobody has for a whole period: its message
+        # was lost (a re-plan has no timestamp of its own to tell that by).
+        if lease_held("replan", run.pk) or not seen_for(after, "replan", run.pk):
+            continue
+        failed = run.steps.filter(status=StepStatus.FAILED).order_by("-finished_at").first()
+        _send(tasks.replan_task, run.pk, failed.step_id if failed else "")
+        count += 1
+    return count
+
+
+def _lost_revisions(now) -> int:
+    after = settings.AGENTSITE_REQUEUE_AFTER_S
+    pending = PlanProposal.objects.filter(
+        state=PlanProposal.State.PENDING,
+        kind=PlanProposal.Kind.REQUEST,
+        created_at__lt=now - timedelta(seconds=after),
+    ).values_list("pk", flat=True)
+    count = 0
+    for proposal_id in pending:
+        if not lease_held("revision", proposal_id) and once_per(after, "revision", proposal_id):
+            _send(tasks.revise_plan_task, proposal_id)
+            count += 1
+    return count

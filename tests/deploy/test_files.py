@@ -1,0 +1,46 @@
+"""The production files say the same commands, and name things that exist."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def procfile() -> dict[str, str]:
+    lines = (REPO / "Procfile").read_text().splitlines()
+    return dict(line.split(": ", 1) for line in lines if line.strip())
+
+
+def test_the_procfile_has_the_web_server_workers_beat_and_migrations():
+    assert set(procfile()) == {"release", "web", "worker", "beat"}
+
+
+def test_compose_runs_the_procfiles_commands():
+    compose = (REPO / "compose.yaml").read_text()
+    commands = re.findall(r"^    command: (.+)$", compose, re.M)
+    procs = procfile()
+    assert procs["worker"] in commands and procs["beat"] in commands
+    assert "python manage.py migrate --noinput" in commands
+    assert any("daphne -b 0.0.0.0" in c and "agentsite.asgi:application" in c for c in commands)
+    assert re.search(r"^  worker:\n(?:    .*\n)*?    deploy:\n      replicas: 2$", compose, re.M)
+
+
+def test_the_commands_name_an_app_that_exists(settings):
+    module, _, name = "agentsite.asgi:application".partition(":")
+    assert callable(getattr(importlib.import_module(module), name))
+    from agentsite.celery import app
+
+    assert app.main == "agentsite"
+    assert "planner_ui.tasks.sweep" in {e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()}
+
+
+def test_the_image_installs_no_embedded_redis_and_runs_as_a_user():
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert (
+        "pip install --no-cache-dir -e .\n" in dockerfile
+        and "embedded" not in re.findall(r"pip install[^\n]*", dockerfile)[0]
+    )
+    assert re.search(r"^USER agentsite$", dockerfile, re.M)

@@ -1,0 +1,93 @@
+"""Settings from the environment, read by a fresh process as a server would: production refuses
+to start without a shared secret key; the proxy, cookie, CSRF, mail and broker settings land."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import json, django
+django.setup()
+from django.conf import settings as s
+print(json.dumps({
+    "secret": bool(s.SECRET_KEY),
+    "embedded": s.EMBEDDED,
+    "csrf": s.CSRF_TRUSTED_ORIGINS,
+    "secure_cookies": [s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE],
+    "hsts": s.SECURE_HSTS_SECONDS,
+    "proxy": list(getattr(s, "SECURE_PROXY_SSL_HEADER", None) or []),
+    "broker": s.CELERY_BROKER_URL,
+    "prefix": s.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
+    "email": [s.EMAIL_BACKEND, s.EMAIL_HOST, s.EMAIL_PORT, s.EMAIL_USE_TLS],
+    "conn_max_age": s.DATABASES["default"]["CONN_MAX_AGE"],
+}))
+"""
+
+
+def settings_of(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    base = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "REDIS_URL", "CELERY_", "EMAIL_", "AGENTSITE_"))
+    }
+    base.update(DJANGO_SETTINGS_MODULE="agentsite.settings", AGENTSITE_VAR_DIR=str(tmp_path), **env)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=REPO, env=base, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+
+
+def test_production_without_a_secret_key_refuses_to_start_and_says_what_to_set(tmp_path):
+    result = settings_of(tmp_path, REDIS_URL="redis://127.0.0.1:6379/9")
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY is not set. With REDIS_URL set" in result.stderr
+    assert "secrets.token_urlsafe(50)" in result.stderr
+
+
+def test_the_embedded_default_keeps_making_its_own_key(tmp_path):
+    result = settings_of(tmp_path)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen["secret"] and seen["embedded"]
+    assert (tmp_path / "secret_key").exists()
+
+
+def test_a_production_setup_reads_everything_from_the_environment(tmp_path):
+    result = settings_of(
+        tmp_path,
+        REDIS_URL="redis://redis.internal:6379/0",
+        DJANGO_SECRET_KEY="shared-by-every-machine",
+        DJANGO_CSRF_TRUSTED_ORIGINS="https://agents.example.com,https://www.example.com",
+        DJANGO_SECURE_COOKIES="true",
+        DJANGO_HSTS_SECONDS="31536000",
+        DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO,https",
+        CELERY_BROKER_URL="amqp://guest:guest@rabbit:5672//",
+        AGENTSITE_PREFIX="staging",
+        EMAIL_HOST="smtp.example.com",
+        DATABASE_CONN_MAX_AGE="60",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "secret": True,
+        "embedded": False,
+        "csrf": ["https://agents.example.com", "https://www.example.com"],
+        "secure_cookies": [True, True],
+        "hsts": 31536000,
+        "proxy": ["HTTP_X_FORWARDED_PROTO", "https"],
+        "broker": "amqp://guest:guest@rabbit:5672//",
+        "prefix": "staging",
+        "email": ["django.core.mail.backends.smtp.EmailBackend", "smtp.example.com", 587, True],
+        "conn_max_age": 60,
+    }
+
+
+def test_the_broker_is_redis_unless_another_is_named(tmp_path):
+    result = settings_of(tmp_path, REDIS_URL="redis://r:6379/2", DJANGO_SECRET_KEY="k")
+    assert json.loads(result.stdout)["broker"] == "redis://r:6379/2"
+    assert json.loads(result.stdout)["prefix"] == "agentsite"
