@@ -132,6 +132,7 @@ def start_worker(
     app: str = "agentsite",
     queue: str = "agentsite",
     beat: bool = False,
+    cwd: Path | None = None,
 ) -> subprocess.Popen:
     """Start one Celery worker process of `app` (the agentsite one) on `queue`.
 
@@ -152,7 +153,19 @@ def start_worker(
     if beat:
         # Celery beat inside this worker: the periodic sweep, for a setup of one worker.
         command.append("--beat")
-    return _spawn(command, env=env, log_path=log_path)
+    return _spawn(command, env=env, log_path=log_path, cwd=cwd)
+
+
+def start_beat(
+    *, env: dict[str, str], log_path: Path | None = None, cwd: Path | None = None
+) -> subprocess.Popen:
+    """Celery beat on its own, as on more machines: it schedules the periodic sweep."""
+    schedule = Path(cwd or BASE_DIR) / "celerybeat-schedule"
+    command = [
+        sys.executable, "-m", "celery", "-A", "agentsite", "beat", "-l", "INFO",
+        "--schedule", str(schedule),
+    ]  # fmt: skip
+    return _spawn(command, env=env, log_path=log_path, cwd=cwd)
 
 
 def wait_for_worker(hostname_prefix: str | None = None, timeout: float = 30.0) -> None:
@@ -200,13 +213,14 @@ def start_daphne(
     host: str = "127.0.0.1",
     port: int = 8000,
     log_path: Path | None = None,
+    cwd: Path | None = None,
 ) -> subprocess.Popen:
     """Start Daphne serving agentsite.asgi:application. env is laid over os.environ."""
     command = [
         sys.executable, "-m", "daphne", "-b", host, "-p", str(port),
         "agentsite.asgi:application",
     ]  # fmt: skip
-    return _spawn(command, env=env, log_path=log_path)
+    return _spawn(command, env=env, log_path=log_path, cwd=cwd)
 
 
 def wait_for_http(url: str, timeout: float = 30.0) -> None:
@@ -296,7 +310,11 @@ def _log_tail_text(log_path: Path | None) -> str:
 
 
 def _spawn(
-    command: list[str], *, env: dict[str, str] | None, log_path: Path | None
+    command: list[str],
+    *,
+    env: dict[str, str] | None,
+    log_path: Path | None,
+    cwd: Path | None = None,
 ) -> subprocess.Popen:
     child_env = {**os.environ, **(env or {})}
     child_env.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
@@ -309,7 +327,9 @@ def _spawn(
     try:
         return subprocess.Popen(
             command,
-            cwd=BASE_DIR,
+            # Another folder stands for another machine: the code is found through the
+            # virtualenv's install of this checkout, as on a machine with its own copy.
+            cwd=cwd or BASE_DIR,
             env=child_env,
             stdin=subprocess.DEVNULL,
             stdout=log,

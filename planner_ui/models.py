@@ -77,6 +77,8 @@ class Run(models.Model):
     replans = models.PositiveIntegerField(default=0)
     # Set from a failure until its revision is applied or refused: nothing new is dispatched.
     replanning = models.BooleanField(default=False)
+    # Set while a person has paused the run: no step starts; steps already started carry on.
+    paused_at = models.DateTimeField(null=True, blank=True)
     # Set on a single-agent baseline: the run whose task it re-ran with one agent, no plan.
     baseline_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="baselines"

@@ -26,7 +26,8 @@ def plan_run(run_id: int) -> None:
 def execute_step(self, run_id: int, step_id: str, takeover: bool = False) -> None:
     from planner_ui.services.steps import StepBusy, step_execute
 
-    worker = f"{socket.gethostname()}:{os.getpid()}"
+    # The worker's node name (machine-a@host) and process: which machine ran a step.
+    worker = f"{self.request.hostname or socket.gethostname()}:{os.getpid()}"
     redelivered = takeover or bool((self.request.delivery_info or {}).get("redelivered"))
     try:
         step_execute(run_id, step_id, worker, redelivered=redelivered)

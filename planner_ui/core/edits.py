@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import deque
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -271,3 +271,20 @@ def describe_edit(edit: Edit) -> str:
     if isinstance(edit, AddDependency):
         return f"added dependency {edit.depends_on} → {edit.step_id}"
     return f"removed dependency {edit.depends_on} → {edit.step_id}"
+
+
+def started_steps_changed(before: Plan, after: Plan, started: Mapping[str, str]) -> list[str]:
+    """Why `after` may not replace `before` while the run executes: it changes (re-wires
+    included) or removes a step that has started (`started`: step id → its status); [] when it
+    may."""
+    old = {step.id: step for step in before.steps}
+    new = {step.id: step for step in after.steps}
+    problems = []
+    for step_id, status in started.items():
+        if step_id in old and new.get(step_id) != old[step_id]:
+            verb = "deleted" if step_id not in new else "changed"
+            problems.append(
+                f"step '{step_id}' is {status.replace('_', ' ')}, so it can no longer be {verb}: "
+                "only steps that have not started can be"
+            )
+    return problems

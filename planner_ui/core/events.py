@@ -13,6 +13,8 @@ from typing import Any, NotRequired, TypedDict
 
 class EventType(StrEnum):
     RUN_STATUS = "run.status"
+    RUN_PAUSED = "run.paused"
+    RUN_RESUMED = "run.resumed"
     BASELINE_STARTED = "baseline.started"
     PLAN_INVALID = "plan.invalid"
     PLAN_VERSION = "plan.version"
@@ -46,6 +48,10 @@ class EventType(StrEnum):
 class RunStatusPayload(TypedDict):
     status: str
     error: NotRequired[str]
+
+
+class RunPausedPayload(TypedDict):
+    by: str
 
 
 class BaselineStartedPayload(TypedDict):
@@ -216,6 +222,8 @@ class FileDeletedPayload(TypedDict):
 
 PAYLOADS: dict[EventType, type] = {
     EventType.RUN_STATUS: RunStatusPayload,
+    EventType.RUN_PAUSED: RunPausedPayload,
+    EventType.RUN_RESUMED: RunPausedPayload,
     EventType.BASELINE_STARTED: BaselineStartedPayload,
     EventType.PLAN_INVALID: PlanInvalidPayload,
     EventType.PLAN_VERSION: PlanVersionPayload,

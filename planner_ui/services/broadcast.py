@@ -69,7 +69,6 @@ class AfterCommit:
     def __init__(self) -> None:
         self.tasks: list[Callable[[], None]] = []
         self.messages: list[tuple[str, dict[str, Any]]] = []
-        self.commands: list[Callable[[redis.client.Pipeline], None]] = []
 
     def enqueue(self, send: Callable[[], None]) -> None:
         self.tasks.append(send)
@@ -77,17 +76,10 @@ class AfterCommit:
     def publish(self, group: str, message: dict[str, Any]) -> None:
         self.messages.append((group, message))
 
-    def redis(self, command: Callable[[redis.client.Pipeline], None]) -> None:
-        """A Redis command to send in the same round trip as the messages."""
-        self.commands.append(command)
-
     def __call__(self) -> None:
         for send in self.tasks:
             send()
-        commands = self.commands
-        group_publish(
-            self.messages, along=(lambda pipe: [c(pipe) for c in commands]) if commands else None
-        )
+        group_publish(self.messages)
 
 
 class _Now(AfterCommit):
@@ -98,9 +90,6 @@ class _Now(AfterCommit):
 
     def publish(self, group: str, message: dict[str, Any]) -> None:
         group_publish([(group, message)])
-
-    def redis(self, command: Callable[[redis.client.Pipeline], None]) -> None:
-        group_publish([], along=command)
 
 
 def after_commit() -> AfterCommit:

@@ -10,15 +10,22 @@ import json
 from django.db import transaction
 
 from planner_ui.core import dag
-from planner_ui.core.edits import Edit, apply_edit, describe_edit
+from planner_ui.core.edits import (
+    Edit,
+    EditRefused,
+    apply_edit,
+    describe_edit,
+    started_steps_changed,
+)
 from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
-from planner_ui.core.status import RunStatus
+from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.core.validation import parse_plan_json, validate_plan
 from planner_ui.models import PlanVersion, Run, Step
 from planner_ui.tools import tool_names
 
 from .events import event_append
+from .scheduler import dependencies_count, dispatch_ready
 
 __all__ = [
     "PlanConflict",
@@ -68,12 +75,66 @@ def materialize_steps(run: Run, plan: Plan) -> None:
     Step.objects.bulk_create(rows)
 
 
+def steps_rematerialize(run: Run, plan: Plan, keep: set[str], dropped: str) -> None:
+    """Re-make a running run's steps from `plan`: the `keep` ones (started or done) stay as
+    they are, the others are made again as pending, and those the plan no longer has are
+    skipped with the reason `dropped`."""
+    existing = {s.step_id: s for s in run.steps.all()}
+    for position, planned in enumerate(plan.steps):
+        row = existing.get(planned.id)
+        if row is not None and planned.id in keep:
+            Step.objects.filter(pk=row.pk).update(position=position)
+            continue
+        fields = {
+            "position": position,
+            "title": planned.title,
+            "instruction": planned.instruction,
+            "role": planned.role,
+            "tools": planned.tools,
+            "depends_on": planned.depends_on,
+            "status": StepStatus.PENDING,
+            "output": "",
+            "error": "",
+            "checkpoint": None,
+            "started_at": None,
+            "finished_at": None,
+            "heartbeat_at": None,
+            "worker": "",
+            "model": "",
+        }
+        if row is None:
+            Step.objects.create(run=run, step_id=planned.id, **fields)
+        else:
+            # A failed step the revision keeps (reworded or not) runs again; its failure stays
+            # in the event log and the plan version before this one.
+            Step.objects.filter(pk=row.pk).update(**fields)
+    planned_ids = {s.id for s in plan.steps}
+    for step_id, row in existing.items():
+        if step_id == SYNTHESIS_STEP_ID or step_id in planned_ids:
+            continue
+        before = f"failed: {row.error}; " if row.status == StepStatus.FAILED else ""
+        Step.objects.filter(pk=row.pk).update(status=StepStatus.SKIPPED, error=f"{before}{dropped}")
+        event_append(run.pk, "step.skipped", {"reason": dropped}, step_id=step_id)
+    Step.objects.filter(run=run, step_id=SYNTHESIS_STEP_ID).update(
+        position=len(plan.steps),
+        depends_on=dag.sinks(plan.dependencies()),
+        status=StepStatus.PENDING,
+        error="",
+    )
+
+
 def _lock_for_change(run_id: int, base_version: int) -> tuple[Run, PlanVersion]:
+    """The run, locked, and its current version, if its plan may change now: before approval,
+    or while it runs (then only its steps that have not started; see _save_version)."""
     run = Run.objects.select_for_update().get(pk=run_id)
-    if run.status != RunStatus.AWAITING_PLAN_APPROVAL:
+    if run.status not in (RunStatus.AWAITING_PLAN_APPROVAL, RunStatus.RUNNING):
         raise InvalidTransition(
-            f"This run is {run.get_status_display()}: a plan can only be changed before it is "
-            "approved."
+            f"This run is {run.get_status_display()}: its plan can no longer be changed."
+        )
+    if run.replanning:
+        raise InvalidTransition(
+            "The planner is revising this run's plan after a failure: change it once the "
+            "re-plan is decided."
         )
     current = run.plan_versions.order_by("-number").first()
     if current is None:  # pragma: no cover - awaiting approval always has a plan
@@ -84,15 +145,37 @@ def _lock_for_change(run_id: int, base_version: int) -> tuple[Run, PlanVersion]:
 
 
 def _save_version(run: Run, plan: Plan, author: str, note: str, number: int) -> PlanVersion:
+    """A new version; before approval its steps are made afresh. While the run executes, the
+    steps that have started stay as they are (the change may not touch them: it is refused
+    whole, never half applied) and the others are made again and dispatched when ready."""
+    started = {}
+    if run.status == RunStatus.RUNNING:
+        started = dict(
+            run.steps.exclude(status=StepStatus.PENDING).values_list("step_id", "status")
+        )
+        if started.pop(SYNTHESIS_STEP_ID, None):
+            raise InvalidTransition(
+                "The synthesizer is assembling the deliverable: the plan is complete and can no "
+                "longer be changed."
+            )
+        current = run.plan_versions.order_by("-number").first()
+        if problems := started_steps_changed(Plan.model_validate(current.plan), plan, started):
+            raise EditRefused(problems)
     version = PlanVersion.objects.create(
         run=run, number=number, author=author, plan=plan.model_dump(), note=note
     )
-    materialize_steps(run, plan)
+    if run.status == RunStatus.RUNNING:
+        steps_rematerialize(run, plan, set(started), f"removed by {author} in version {number}")
+        dependencies_count(run)
+    else:
+        materialize_steps(run, plan)
     event_append(
         run.pk,
         "plan.version",
         {"number": number, "author": author, "note": note, "steps": len(plan.steps)},
     )
+    if run.status == RunStatus.RUNNING:
+        dispatch_ready(run)  # a step the change made ready starts now
     return version
 
 

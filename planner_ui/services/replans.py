@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from planner_ui.agents.planner import make_plan
 from planner_ui.agents.prompts import replan_message
-from planner_ui.core import dag
 from planner_ui.core.errors import AgentError, InvalidTransition, PlanValidationError
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, Plan
 from planner_ui.core.replan import gated_changes, merge_revision
@@ -26,6 +25,7 @@ from planner_ui.models import PlanProposal, PlanVersion, Run, Step
 from planner_ui.tools import REGISTRY, tool_names
 
 from .events import event_append
+from .plans import steps_rematerialize
 from .providers import run_provider
 from .scheduler import dependencies_count, dispatch_ready, run_fail, run_finish_if_done
 
@@ -134,7 +134,7 @@ def _apply(run: Run, plan: Plan, note: str, keep: set[str]) -> PlanVersion:
         plan=plan.model_dump(),
         note=note,
     )
-    _rematerialize(run, plan, keep, number)
+    steps_rematerialize(run, plan, keep, f"dropped by re-plan v{number}")
     dependencies_count(run)
     run.replanning = False
     run.save(update_fields=["replanning"])
@@ -146,55 +146,6 @@ def _apply(run: Run, plan: Plan, note: str, keep: set[str]) -> PlanVersion:
     dispatch_ready(run)
     run_finish_if_done(run)
     return version
-
-
-def _rematerialize(run: Run, plan: Plan, keep: set[str], number: int) -> None:
-    existing = {s.step_id: s for s in run.steps.all()}
-    for position, planned in enumerate(plan.steps):
-        row = existing.get(planned.id)
-        if row is not None and planned.id in keep:
-            Step.objects.filter(pk=row.pk).update(position=position)
-            continue
-        fields = {
-            "position": position,
-            "title": planned.title,
-            "instruction": planned.instruction,
-            "role": planned.role,
-            "tools": planned.tools,
-            "depends_on": planned.depends_on,
-            "status": StepStatus.PENDING,
-            "output": "",
-            "error": "",
-            "checkpoint": None,
-            "started_at": None,
-            "finished_at": None,
-            "heartbeat_at": None,
-            "worker": "",
-            "model": "",
-        }
-        if row is None:
-            Step.objects.create(run=run, step_id=planned.id, **fields)
-        else:
-            # A failed step the revision keeps (reworded or not) runs again; its failure stays
-            # in the event log and the plan version before this one.
-            Step.objects.filter(pk=row.pk).update(**fields)
-    planned_ids = {s.id for s in plan.steps}
-    for step_id, row in existing.items():
-        if step_id == SYNTHESIS_STEP_ID or step_id in planned_ids:
-            continue
-        before = f"failed: {row.error}; " if row.status == StepStatus.FAILED else ""
-        Step.objects.filter(pk=row.pk).update(
-            status=StepStatus.SKIPPED, error=f"{before}dropped by re-plan v{number}"
-        )
-        event_append(
-            run.pk, "step.skipped", {"reason": f"dropped by re-plan v{number}"}, step_id=step_id
-        )
-    Step.objects.filter(run=run, step_id=SYNTHESIS_STEP_ID).update(
-        position=len(plan.steps),
-        depends_on=dag.sinks(plan.dependencies()),
-        status=StepStatus.PENDING,
-        error="",
-    )
 
 
 def _give_up(run_id: int, failed_step_id: str, reason: str) -> None:

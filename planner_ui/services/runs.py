@@ -13,6 +13,7 @@ from django.utils import timezone
 from planner_ui.agents.planner import make_plan
 from planner_ui.core.effects import PolicyMode, ToolPolicy
 from planner_ui.core.errors import AgentError, InvalidTransition, PlanConflict, RunStopped
+from planner_ui.core.events import EventType
 from planner_ui.core.routing import RouteError
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
@@ -22,7 +23,7 @@ from planner_ui.tools import REGISTRY
 from .events import event_append
 from .plans import materialize_steps
 from .providers import routes_for_run, run_provider
-from .scheduler import dispatch_ready, plan_enqueue, run_end, run_fail
+from .scheduler import dispatch_ready, plan_enqueue, run_end, run_fail, run_finish_if_done
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +180,38 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
         event_append(run_id, "plan.approved", {"number": version.number})
         event_append(run_id, "run.status", {"status": run.status})
         dispatch_ready(run)
+    return run
+
+
+def run_pause(run_id: int, user: AbstractBaseUser) -> Run:
+    """Start no new step until resumed. Steps already started carry on to the end of their
+    step (a step waiting for an approval goes on once it is decided); the pause is kept in the
+    database, so restarts do not lift it."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status != RunStatus.RUNNING or run.paused_at:
+            state = "paused already" if run.paused_at else run.get_status_display()
+            raise InvalidTransition(f"This run is {state}, so it cannot be paused.")
+        run.paused_at = timezone.now()
+        run.save(update_fields=["paused_at"])
+        event_append(run_id, EventType.RUN_PAUSED, {"by": user.get_username()})
+    return run
+
+
+def run_resume(run_id: int, user: AbstractBaseUser) -> Run:
+    """Go on from a pause: the steps that became ready meanwhile start now."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        if run.status != RunStatus.RUNNING or not run.paused_at:
+            raise InvalidTransition(
+                f"This run is {run.get_status_display()} and not paused, so there is nothing "
+                "to resume."
+            )
+        run.paused_at = None
+        run.save(update_fields=["paused_at"])
+        event_append(run_id, EventType.RUN_RESUMED, {"by": user.get_username()})
+        dispatch_ready(run)
+        run_finish_if_done(run)
     return run
 
 

@@ -83,8 +83,8 @@ def dispatch_ready(run: Run, succeeded: Step | None = None) -> list[str]:
         Step.objects.filter(run=run, step_id__in=succeeded.dependents).update(
             waiting_on=F("waiting_on") - 1
         )
-    if run.replanning:
-        return []  # the plan is being revised: what is left may change
+    if run.replanning or run.paused_at:
+        return []  # the plan is being revised, or a person paused the run
     candidates = run.steps.filter(status=StepStatus.PENDING, waiting_on=0)
     if succeeded is not None:
         candidates = candidates.filter(step_id__in=succeeded.dependents)
@@ -209,6 +209,7 @@ def run_end(run: Run, status: RunStatus, reason: str) -> None:
     run.error = reason
     run.finished_at = timezone.now()
     run.replanning = False
+    run.paused_at = None
     run.save()
     run.steps.move_to(
         StepStatus.SKIPPED,

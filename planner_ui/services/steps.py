@@ -180,7 +180,6 @@ def step_pause(run_id: int, step_id: str, paused: StepPaused, *, worker: str = "
             only_from={StepStatus.RUNNING},
             checkpoint=paused.checkpoint.to_json(),
         )
-        live_text_clear(run_id, step_id)
         if moved:
             event_append(
                 run_id,
@@ -188,6 +187,7 @@ def step_pause(run_id: int, step_id: str, paused: StepPaused, *, worker: str = "
                 {"tool": paused.call.name, "arguments": paused.call.arguments},
                 step_id=step_id,
             )
+    live_text_clear(run_id, step_id)
     # Decided while this worker was still parking the step: resume it now, as the decision's
     # own attempt to resume found it still running.
     approval = approval_find(run_id, step_id, f"{paused.checkpoint.iteration}:{paused.call.id}")
@@ -230,7 +230,6 @@ def step_finish(
             return  # finished already by another delivery of the same task
         # Its conversation so far is not needed to finish it, and can be long.
         step = Step.objects.defer("checkpoint").get(run=run, step_id=step_id)
-        live_text_clear(run_id, step_id)
         if step.status == StepStatus.SUCCEEDED:
             event_append(
                 run_id,
@@ -251,6 +250,8 @@ def step_finish(
         else:
             event_append(run_id, "step.failed", {"error": error}, step_id=step_id)
         step_settled(run, step)
+    # Outside the transaction: its output is stored, and Redis is not worth holding the lock.
+    live_text_clear(run_id, step_id)
 
 
 def _held(steps: QuerySet[Step], worker: str) -> QuerySet[Step]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import redis
 
-from .broadcast import after_commit, group_publish
+from .broadcast import group_publish
 from .events import run_group
 from .redis_store import redis_client, redis_key
 
@@ -121,9 +121,12 @@ def _live_text_keep(
 
 
 def live_text_clear(run_id: int, step_id: str) -> None:
-    """Forget a step's text in flight once the transaction that ends the step commits: it
-    finished (its output is stored) or it waits for a person."""
-    after_commit().redis(lambda pipe: pipe.hdel(_live_key(run_id), step_id))
+    """Forget a step's text in flight: it finished (its output is stored) or it waits for a
+    person. Called after the transaction that ended the step, not inside it."""
+    try:
+        redis_client().hdel(_live_key(run_id), step_id)
+    except redis.RedisError:
+        log.warning("could not clear the live text of run %s", run_id, exc_info=True)
 
 
 def live_text_snapshot(run_id: int) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from planner_ui.core.effects import PolicyMode
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.plan import MAX_STEPS, ROLES, Plan
 from planner_ui.core.run_options import RunOptions
-from planner_ui.core.status import STEP_PROGRESS, StepStatus
+from planner_ui.core.status import STEP_PROGRESS, RunStatus, StepStatus
 from planner_ui.models import PlanProposal, Run, Step
 from planner_ui.selectors.approvals import run_approvals
 from planner_ui.selectors.estimate import run_estimate
@@ -242,12 +242,28 @@ def render_run(
     return render(request, template, context, status=status)
 
 
+def plan_editable(run: Run) -> bool:
+    """Whether the page offers plan changes: before approval, and while the run runs (then
+    for the steps that have not started) unless a re-plan is being decided."""
+    if run.status == RunStatus.AWAITING_PLAN_APPROVAL:
+        return True
+    return run.status == RunStatus.RUNNING and not run.replanning
+
+
 def _cards_context(run: Run, steps: list[Step]) -> dict[str, Any]:
     """What _step_card.html needs besides its step; the cards' tool calls are set on them."""
     calls = tool_calls_by_step(run, [s.step_id for s in steps])
     lost_before = timezone.now() - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
+    editable = plan_editable(run)
     for step in steps:
         step.calls = calls.get(step.step_id, [])
+        step.editable = (
+            editable and step.status == StepStatus.PENDING and step.role != "synthesizer"
+        )
+        if editable and not step.editable and step.role != "synthesizer":
+            step.locked_reason = (
+                f"it is {step.get_status_display()}; only steps that have not started change"
+            )
         # Its worker stopped refreshing the heartbeat: the sweep hands the step to another.
         step.worker_lost = (
             step.status == StepStatus.RUNNING
@@ -255,6 +271,7 @@ def _cards_context(run: Run, steps: list[Step]) -> dict[str, Any]:
             and step.heartbeat_at < lost_before
         )
     return {
+        "plan_editable": editable,
         "estimate": run_estimate(run),
         "roles": ROLES,
         "tool_names": tool_names(),

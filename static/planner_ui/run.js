@@ -27,7 +27,7 @@
     if (graph) { graph.destroy(); graph = null; }
     if (!data || !el || !window.PlanGraph) return;
     const header = document.getElementById("run-header");
-    const editable = header && header.dataset.status === "awaiting_plan_approval";
+    const editable = header && header.dataset.editable === "yes";
     graph = window.PlanGraph.mount(el, JSON.parse(data.textContent), {editable: editable});
     window.planGraph = graph;  // for the browser tests and the curious
     const fit = document.getElementById("plan-graph-fit");
@@ -218,6 +218,8 @@
   function describe(ev) {
     const p = ev.payload || {};
     switch (ev.type) {
+      case "run.paused": return "paused by " + p.by + ": no new step starts";
+      case "run.resumed": return "resumed by " + p.by;
       case "baseline.started": return "a single agent re-runs the task of run " + p.of + " (up to " + p.max_iterations + " model calls)";
       case "run.status": return "run is " + p.status.replace(/_/g, " ") + (p.error ? ": " + p.error : "");
       case "plan.version": return "plan version " + p.number + " by the " + p.author + (p.model ? " (" + p.model + ")" : "") + ", " + p.steps + " steps" + (p.note ? ": " + p.note : "");
@@ -304,6 +306,8 @@
       case "step.worker_lost":
         refreshCard(ev.step_id);
         break;
+      case "run.paused":
+      case "run.resumed":
       case "plan.version":
       case "plan.approved":
       case "plan.revision_ready":

@@ -146,10 +146,9 @@ def test_approval_runs_exactly_the_version_the_person_saw(run):
     assert started.instruction == "Write exactly one sentence about tea."
 
 
-def test_no_edits_after_approval(run):
+def test_no_edits_once_the_run_has_ended(run):
     run_approve_plan(run.pk)
+    drive(run)
     with pytest.raises(InvalidTransition) as exc:
         plan_edit(run_id=run.pk, base_version=1, edit=UpdateStep("write-short-summary", title="x"))
-    assert str(exc.value) == (
-        "This run is running: a plan can only be changed before it is approved."
-    )
+    assert str(exc.value) == "This run is succeeded: its plan can no longer be changed."

@@ -1,0 +1,67 @@
+"""In the browser, while a run executes: edit a step that has not started (the executor gets
+the edited instruction), see the started ones locked, pause, and resume."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from planner_ui.models import Run
+
+from .flows import login, submit_task
+
+pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+
+TASK = (
+    "Research the history of tea, then research the history of coffee, then research the "
+    "history of mate, then write a short summary"
+)
+
+
+def test_edit_a_pending_step_while_another_runs_pause_and_resume(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("alice", "pw-for-tests-1")
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    submit_task(page, TASK)
+    page.click("#approve-plan")
+    first = page.locator("#step-research-history-tea")
+    expect(first).to_have_attribute("data-status", re.compile("queued|running"), timeout=30_000)
+
+    # The last step has not started: it is edited while the first one runs.
+    card = page.locator("#step-write-short-summary")
+    card.locator("summary", has_text="Edit step").click()
+    card.get_by_label("Instruction").fill("Write a haiku about the history of tea.")
+    card.get_by_role("button", name="Save step").click()
+    expect(card.locator(".instruction")).to_have_text("Write a haiku about the history of tea.")
+    expect(page.locator("#version-2")).to_contain_text("person")
+
+    page.click("#pause-run")
+    expect(page.locator("#run-paused")).to_be_visible()
+    expect(page.locator(".locked-reason").first).to_contain_text("Locked: it is")
+    run = Run.objects.get()
+
+    # Nothing starts while paused: once the steps under way are done, nothing runs.
+    def settled():
+        statuses = dict(run.steps.values_list("step_id", "status"))
+        return not {"queued", "running"} & set(statuses.values()) and statuses
+
+    statuses = None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (statuses := settled()):
+        time.sleep(0.2)
+    assert statuses and statuses["write-short-summary"] == "pending"
+    time.sleep(1.5)
+    assert dict(run.steps.values_list("step_id", "status")) == statuses
+
+    page.click("#resume-run")
+    expect(page.locator("#result")).to_be_visible(timeout=60_000)
+    summary = run.steps.get(step_id="write-short-summary")
+    assert summary.instruction == "Write a haiku about the history of tea."
+    assert "haiku about the history of tea" in summary.output.lower()
+    types = list(run.events.values_list("type", flat=True))
+    assert types.index("run.paused") < types.index("run.resumed")
+    assert page.js_errors == []
