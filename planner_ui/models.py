@@ -379,7 +379,20 @@ class Approval(models.Model):
         REJECTED = "rejected"
         WITHDRAWN = "withdrawn"  # the run was cancelled or ended first
 
+    class Kind(models.TextChoices):
+        CALL = "call", "an irreversible call to make"
+        # The worker making the call died before it learned the outcome: did it happen?
+        OUTCOME = "outcome", "an irreversible call whose outcome is unknown"
+
+    class Resolution(models.TextChoices):
+        HAPPENED = "happened", "it happened"
+        RETRY = "retry", "it did not happen: retry with the same idempotency key"
+        FAIL = "fail", "fail the step"
+
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CALL)
+    # For an unknown outcome, what the person decided.
+    resolution = models.CharField(max_length=10, choices=Resolution.choices, blank=True)
     step_id = models.CharField(max_length=40)
     # "<iteration>:<model's tool call id>": stable across re-runs of the step (checkpointed).
     call_key = models.CharField(max_length=200)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import approvals, files, plans, runs
+from .views import approvals, files, plans, report, runs
 
 urlpatterns = [
     path("", runs.home, name="home"),
@@ -8,6 +8,12 @@ urlpatterns = [
     path("runs/new/", runs.run_new, name="run_new"),
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
     path("runs/<int:run_id>/steps/", runs.run_step_cards, name="run_step_cards"),
+    path("runs/<int:run_id>/timeline/", report.run_timeline_part, name="run_timeline"),
+    path(
+        "runs/<int:run_id>/report.<str:kind>",
+        report.run_report_download,
+        name="run_report",
+    ),
     path("runs/<int:run_id>/files/<path:path>", files.run_file_download, name="run_file"),
     path("runs/<int:run_id>/approve/", runs.run_approve, name="run_approve"),
     path("runs/<int:run_id>/cancel/", approvals.run_cancel_view, name="run_cancel"),
@@ -18,6 +24,7 @@ urlpatterns = [
     path("runs/<int:run_id>/compare/", approvals.run_compare, name="run_compare"),
     path("approvals/", approvals.approvals_inbox, name="approvals_inbox"),
     path("approvals/count/", approvals.approvals_count, name="approvals_count"),
+    path("approvals/decide/", approvals.approvals_decide_many, name="approvals_decide_many"),
     path(
         "approvals/<int:approval_id>/decide/",
         approvals.approval_decide_view,

@@ -169,6 +169,7 @@ class ApprovalRequestedPayload(TypedDict):
     tool: str
     effect: str
     arguments: dict[str, Any]
+    kind: NotRequired[str]  # "call", or "outcome" when a worker died during the call
 
 
 class ApprovalDecidedPayload(TypedDict):
@@ -178,6 +179,7 @@ class ApprovalDecidedPayload(TypedDict):
     by: str
     edited: bool
     reason: str
+    resolution: NotRequired[str]
 
 
 class ApprovalsWithdrawnPayload(TypedDict):

@@ -24,10 +24,27 @@ def approval_get_for_user(user: AbstractBaseUser, approval_id: int) -> Approval 
     )
 
 
-def inbox_for_user(user: AbstractBaseUser) -> dict[str, Any]:
-    mine = Approval.objects.filter(run__owner=user).select_related("run", "decided_by")
+def inbox_for_user(
+    user: AbstractBaseUser, *, run_id: int | None = None, tool: str = ""
+) -> dict[str, Any]:
+    """The user's approval requests across runs, narrowed to one run or one tool if asked;
+    with the runs and tools that have requests waiting, to narrow by."""
+    everything = Approval.objects.filter(run__owner=user)
+    waiting = everything.filter(state=Approval.State.PENDING)
+    mine = everything.select_related("run", "decided_by")
+    if run_id is not None:
+        mine = mine.filter(run_id=run_id)
+    if tool:
+        mine = mine.filter(tool=tool)
     return {
+        "filter_runs": list(
+            Run.objects.filter(approvals__in=waiting).distinct().values_list("pk", "task")
+        ),
+        "filter_tools": sorted(set(waiting.values_list("tool", flat=True))),
+        "filter_run": run_id,
+        "filter_tool": tool,
         "pending": list(mine.filter(state=Approval.State.PENDING).order_by("created_at")),
+        "resolutions": Approval.Resolution.choices,
         "decided": list(
             mine.exclude(state=Approval.State.PENDING).order_by("-decided_at", "-id")[
                 :RECENTLY_DECIDED
@@ -42,4 +59,5 @@ def run_approvals(run: Run) -> dict[str, Any]:
         "pending_approvals": [a for a in approvals if a.state == Approval.State.PENDING],
         "decided_approvals": [a for a in approvals if a.state != Approval.State.PENDING],
         "receipts": list(run.receipts.select_related("approval")),
+        "resolutions": Approval.Resolution.choices,
     }

@@ -33,15 +33,27 @@ def approval_find(run_id: int, step_id: str, call_key: str) -> Approval | None:
 
 
 def approval_request(
-    run_id: int, step_id: str, call_key: str, tool: Tool, arguments: dict[str, Any]
+    run_id: int,
+    step_id: str,
+    call_key: str,
+    tool: Tool,
+    arguments: dict[str, Any],
+    *,
+    kind: str = Approval.Kind.CALL,
 ) -> Approval:
-    """Store the exact call an executor wants to make; idempotent for a re-run of the step."""
+    """Store the exact call an executor wants to make (or whose outcome nobody knows) for a
+    person to decide; idempotent for a re-run of the step."""
     with transaction.atomic():
         approval, created = Approval.objects.get_or_create(
             run_id=run_id,
             step_id=step_id,
             call_key=call_key,
-            defaults={"tool": tool.name, "effect": tool.effect, "arguments": arguments},
+            defaults={
+                "tool": tool.name,
+                "effect": tool.effect,
+                "arguments": arguments,
+                "kind": kind,
+            },
         )
         if created:
             event_append(
@@ -52,6 +64,7 @@ def approval_request(
                     "tool": tool.name,
                     "effect": str(tool.effect),
                     "arguments": arguments,
+                    "kind": kind,
                 },
                 step_id=step_id,
             )
@@ -66,6 +79,7 @@ def approval_decide(
     approve: bool,
     arguments_json: str | None = None,
     reason: str = "",
+    resolution: str = "",
 ) -> Approval:
     """Approve (optionally with edited arguments) or reject a pending call of the user's run.
 
@@ -73,6 +87,17 @@ def approval_decide(
     approval_get_for_user); the decision itself is a conditional UPDATE from pending."""
     if approval.run.owner_id != user.pk:
         raise ApprovalRefused("This request is not yours to decide: it belongs to another run.")
+    if approval.kind == Approval.Kind.OUTCOME:
+        if resolution not in Approval.Resolution.values:
+            raise ApprovalRefused(
+                "Say what happened to this call: it happened, it did not happen (retry with "
+                "the same idempotency key), or fail the step."
+            )
+        approve = resolution != Approval.Resolution.FAIL
+    elif resolution:
+        raise ApprovalRefused(
+            "Only a call whose outcome is unknown is resolved; approve or reject."
+        )
     arguments = None
     if approve and arguments_json is not None and arguments_json.strip():
         arguments = _edited_arguments(get_tool(approval.tool), arguments_json)
@@ -82,6 +107,7 @@ def approval_decide(
             state=Approval.State.APPROVED if approve else Approval.State.REJECTED,
             approved_arguments=arguments,
             reason="" if approve else reason,
+            resolution=resolution,
             decided_by=user,
             decided_at=timezone.now(),
         )
@@ -99,6 +125,7 @@ def approval_decide(
                 "by": user.get_username(),
                 "edited": approval.edited,
                 "reason": approval.reason,
+                "resolution": approval.resolution,
             },
             step_id=approval.step_id,
         )

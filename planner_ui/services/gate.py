@@ -9,9 +9,9 @@ from django.conf import settings
 
 from planner_ui.agents.executor import AwaitingApproval, ToolRunner, call_tool
 from planner_ui.core.effects import Decision, Effect
-from planner_ui.core.errors import MissingRunFile, RunStopped
+from planner_ui.core.errors import MissingRunFile, RunStopped, StepFailed
 from planner_ui.core.messages import ToolCall
-from planner_ui.models import Approval, Run, Step
+from planner_ui.models import Approval, Run, Step, ToolReceipt
 from planner_ui.tools import Tool, ToolContext
 
 from . import outbox
@@ -51,6 +51,43 @@ def tool_runner(run: Run, step: Step, ctx: ToolContext, workspace: Workspace) ->
     return run_call
 
 
+def _unknown_outcome(
+    run: Run,
+    step_id: str,
+    key: str,
+    call: ToolCall,
+    tool: Tool,
+    ctx: ToolContext,
+    receipt: ToolReceipt,
+) -> tuple[str, bool]:
+    """A worker died during this call: a person says what happened, and until then the step
+    waits (the rest of the run goes on). Nothing is repeated unless they say so."""
+    question = f"{key}:outcome"
+    decided = approval_find(run.pk, step_id, question)
+    if decided is None:
+        approval_request(
+            run.pk, step_id, question, tool, receipt.arguments, kind=Approval.Kind.OUTCOME
+        )
+        raise AwaitingApproval(call)
+    if decided.state == Approval.State.PENDING:
+        raise AwaitingApproval(call)
+    if decided.state == Approval.State.WITHDRAWN:
+        raise RunStopped(f"The question was withdrawn: {decided.reason}.")
+    by = decided.decided_by.get_username() if decided.decided_by else "a person"
+    if decided.resolution == Approval.Resolution.HAPPENED:
+        if receipt.state != ToolReceipt.State.DONE:
+            return outbox.outcome_confirmed(receipt, by), False
+        return receipt.result, receipt.is_error
+    if decided.resolution == Approval.Resolution.RETRY:
+        if receipt.state != ToolReceipt.State.DONE:
+            return outbox.perform_again(receipt, tool, ctx)
+        return receipt.result, receipt.is_error
+    reason = f": {decided.reason}" if decided.reason else ""
+    raise StepFailed(
+        f"the outcome of the {tool.name} call was unknown, and {by} failed the step{reason}"
+    )
+
+
 def _needed_file_missing(step: Step, workspace: Workspace, path: str) -> None:
     """Fail the step when it asked for a file no step wrote, that its instruction names and it
     cannot write itself: it was meant to work on that file."""
@@ -86,15 +123,18 @@ def _decider(run: Run, step_id: str, ctx: ToolContext) -> ToolRunner:
                 run_id=run.pk, step_id=step_id, call_key=key, tool=tool, arguments=call.arguments
             )
         if decision is Decision.RUN:
-            return outbox.perform_once(
-                run_id=run.pk,
-                step_id=step_id,
-                call_key=key,
-                tool=tool,
-                arguments=call.arguments,
-                ctx=ctx,
-                authorized_by=f"the run's policy: it {policy.describe()}",
-            )
+            try:
+                return outbox.perform_once(
+                    run_id=run.pk,
+                    step_id=step_id,
+                    call_key=key,
+                    tool=tool,
+                    arguments=call.arguments,
+                    ctx=ctx,
+                    authorized_by=f"the run's policy: it {policy.describe()}",
+                )
+            except outbox.OutcomeUnknown as unknown:
+                return _unknown_outcome(run, step_id, key, call, tool, ctx, unknown.receipt)
         approval = approval_find(run.pk, step_id, key)
         if approval is None:
             approval_request(run.pk, step_id, key, tool, call.arguments)
@@ -115,19 +155,59 @@ def _decider(run: Run, step_id: str, ctx: ToolContext) -> ToolRunner:
             if approval.approved_arguments is not None
             else approval.arguments
         )
-        content, is_error = outbox.perform_once(
-            run_id=run.pk,
-            step_id=step_id,
-            call_key=key,
-            tool=tool,
-            arguments=arguments,
-            ctx=ctx,
-            authorized_by=approval.decided_by.get_username() if approval.decided_by else "",
-            approval=approval,
-        )
+        try:
+            content, is_error = outbox.perform_once(
+                run_id=run.pk,
+                step_id=step_id,
+                call_key=key,
+                tool=tool,
+                arguments=arguments,
+                ctx=ctx,
+                authorized_by=approval.decided_by.get_username() if approval.decided_by else "",
+                approval=approval,
+            )
+        except outbox.OutcomeUnknown as unknown:
+            return _unknown_outcome(run, step_id, key, call, tool, ctx, unknown.receipt)
         if approval.edited:
             # The model must know what was really done, not what it asked for.
             content = f"(A person edited the arguments before approving: {arguments})\n{content}"
         return content, is_error
 
     return run_call
+
+
+def _unknown_outcome(
+    run: Run,
+    step_id: str,
+    key: str,
+    call: ToolCall,
+    tool: Tool,
+    ctx: ToolContext,
+    receipt: ToolReceipt,
+) -> tuple[str, bool]:
+    """A worker died during this call: a person says what happened, and until then the step
+    waits (the rest of the run goes on). Nothing is repeated unless they say so."""
+    question = f"{key}:outcome"
+    decided = approval_find(run.pk, step_id, question)
+    if decided is None:
+        approval_request(
+            run.pk, step_id, question, tool, receipt.arguments, kind=Approval.Kind.OUTCOME
+        )
+        raise AwaitingApproval(call)
+    if decided.state == Approval.State.PENDING:
+        raise AwaitingApproval(call)
+    if decided.state == Approval.State.WITHDRAWN:
+        raise RunStopped(f"The question was withdrawn: {decided.reason}.")
+    by = decided.decided_by.get_username() if decided.decided_by else "a person"
+    if decided.resolution == Approval.Resolution.HAPPENED:
+        if receipt.state != ToolReceipt.State.DONE:
+            return outbox.outcome_confirmed(receipt, by), False
+        return receipt.result, receipt.is_error
+    if decided.resolution == Approval.Resolution.RETRY:
+        if receipt.state != ToolReceipt.State.DONE:
+            return outbox.perform_again(receipt, tool, ctx)
+        return receipt.result, receipt.is_error
+    reason = f": {decided.reason}" if decided.reason else ""
+    raise StepFailed(
+        f"the outcome of the {tool.name} call was unknown, and {by} failed the step{reason}"
+    )

@@ -22,9 +22,17 @@ log = logging.getLogger(__name__)
 
 UNKNOWN_OUTCOME = (
     "The outcome of this {tool} call is unknown: the worker performing it stopped before it "
-    "reported back. It was not repeated, so that it cannot happen twice. Say so in your answer "
-    "instead of calling it again."
+    "reported back. It was not repeated, so that it cannot happen twice."
 )
+
+
+class OutcomeUnknown(Exception):  # noqa: N818 - a state for a person to decide, not an error
+    """The call's receipt is in flight from a worker that died: nobody knows if it happened.
+    The gate puts the question to a person; the call is never repeated on a guess."""
+
+    def __init__(self, receipt: ToolReceipt) -> None:
+        super().__init__(f"the outcome of {receipt.tool} ({receipt.idempotency_key}) is unknown")
+        self.receipt = receipt
 
 
 def idempotency_key(run_id: int, step_id: str, call_key: str) -> str:
@@ -52,6 +60,23 @@ def perform_once(
     content, is_error = call_tool(tool, arguments, dataclasses.replace(ctx, idempotency_key=key))
     _close(receipt, content, is_error)
     return content, is_error
+
+
+def perform_again(receipt: ToolReceipt, tool: Tool, ctx: ToolContext) -> tuple[str, bool]:
+    """A person said a call of unknown outcome did not happen: make it again, under the same
+    idempotency key, so a receiver that did get it the first time can drop this one."""
+    ToolReceipt.objects.filter(pk=receipt.pk).update(state=ToolReceipt.State.IN_FLIGHT)
+    key_ctx = dataclasses.replace(ctx, idempotency_key=receipt.idempotency_key)
+    content, is_error = call_tool(tool, receipt.arguments, key_ctx)
+    _close(receipt, content, is_error)
+    return content, is_error
+
+
+def outcome_confirmed(receipt: ToolReceipt, by: str) -> str:
+    """A person said a call of unknown outcome happened: its receipt is closed as done."""
+    content = f"{by} confirmed that this {receipt.tool} call happened; its result was not recorded."
+    _close(receipt, content, False)
+    return content
 
 
 def record_dry_run(
@@ -121,7 +146,8 @@ def _reuse(receipt: ToolReceipt) -> tuple[str, bool]:
     if receipt.state == ToolReceipt.State.DONE:
         log.info("reusing the result of %s", receipt.idempotency_key)
         return receipt.result, receipt.is_error
-    # In flight with no result: the worker died during the call. Never guess, never repeat.
+    # In flight with no result: the worker died during the call. Never guess, never repeat:
+    # a person decides (services.gate).
     message = UNKNOWN_OUTCOME.format(tool=receipt.tool)
     if ToolReceipt.objects.filter(pk=receipt.pk, state=ToolReceipt.State.IN_FLIGHT).update(
         state=ToolReceipt.State.UNKNOWN, result=message, is_error=True, finished_at=timezone.now()
@@ -132,7 +158,8 @@ def _reuse(receipt: ToolReceipt) -> tuple[str, bool]:
             {"receipt": receipt.pk, "tool": receipt.tool, "key": receipt.idempotency_key},
             step_id=receipt.step_id,
         )
-    return message, True
+        receipt.refresh_from_db()
+    raise OutcomeUnknown(receipt)
 
 
 def _close(receipt: ToolReceipt, content: str, is_error: bool) -> None:

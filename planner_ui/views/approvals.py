@@ -34,7 +34,8 @@ def approval_decide_view(request: HttpRequest, approval_id: int) -> HttpResponse
     if approval is None:
         raise Http404("No such approval request.")
     decision = request.POST.get("decision", "")
-    if decision not in ("approve", "reject"):
+    resolutions = Approval.Resolution.values
+    if decision not in ("approve", "reject", *resolutions):
         return _answer(request, approval, error="Choose approve or reject.", status=400)
     try:
         approval = approval_decide(
@@ -43,12 +44,19 @@ def approval_decide_view(request: HttpRequest, approval_id: int) -> HttpResponse
             approve=decision == "approve",
             arguments_json=request.POST.get("arguments"),
             reason=request.POST.get("reason", ""),
+            resolution=decision if decision in resolutions else "",
         )
     except ApprovalRefused as exc:
         return _answer(request, approval, error=str(exc), status=409)
+    return _answer(request, approval, notice=_decided(approval))
+
+
+def _decided(approval: Approval) -> str:
+    if approval.kind == Approval.Kind.OUTCOME:
+        return f"{approval.tool}: {approval.get_resolution_display()}."
     verb = "Approved" if approval.state == Approval.State.APPROVED else "Rejected"
     edited = " with edited arguments" if approval.edited else ""
-    return _answer(request, approval, notice=f"{verb} {approval.tool}{edited}.")
+    return f"{verb} {approval.tool}{edited}."
 
 
 def _answer(
@@ -83,9 +91,55 @@ def approvals_inbox(request: HttpRequest) -> HttpResponse:
 def _inbox(
     request: HttpRequest, *, fragment: bool, notice: str = "", error: str = "", status: int = 200
 ) -> HttpResponse:
-    context = {**inbox_for_user(request.user), "notice": notice, "error": error}
+    query = request.GET if request.method == "GET" else request.POST
+    run = query.get("run", "")
+    narrowed = inbox_for_user(
+        request.user, run_id=int(run) if run.isdigit() else None, tool=query.get("tool", "")
+    )
+    context = {**narrowed, "notice": notice, "error": error}
     template = "planner_ui/_inbox_list.html" if fragment else "planner_ui/inbox.html"
     return render(request, template, context, status=status)
+
+
+@login_required
+@require_POST
+def approvals_decide_many(request: HttpRequest) -> HttpResponse:
+    """Approve or reject the ticked requests, each decided and recorded on its own, with who
+    decided it; what could not be decided is said, and the rest still is."""
+    decision = request.POST.get("decision", "")
+    ids = [int(i) for i in request.POST.getlist("approval") if i.isdigit()]
+    if decision not in ("approve", "reject") or not ids:
+        return _inbox(
+            request,
+            fragment=bool(request.htmx),
+            error="Tick the requests to decide, then approve or reject them.",
+            status=400,
+        )
+    done, refused = [], []
+    for approval_id in ids:
+        approval = approval_get_for_user(request.user, approval_id)
+        if approval is None:
+            refused.append(f"request {approval_id}: not found")
+            continue
+        try:
+            approval_decide(
+                user=request.user,
+                approval=approval,
+                approve=decision == "approve",
+                reason=request.POST.get("reason", ""),
+            )
+            done.append(approval.tool)
+        except ApprovalRefused as exc:
+            refused.append(f"{approval.tool} in run {approval.run_id}: {exc}")
+    verb = "Approved" if decision == "approve" else "Rejected"
+    notice = f"{verb} {len(done)} request{'s' if len(done) != 1 else ''}." if done else ""
+    if not request.htmx:
+        if notice:
+            messages.success(request, notice)
+        for problem in refused:
+            messages.error(request, problem)
+        return redirect("approvals_inbox")
+    return _inbox(request, fragment=True, notice=notice, error="; ".join(refused))
 
 
 @login_required

@@ -34,6 +34,7 @@ from planner_ui.selectors.runs import (
     run_list_for_user,
     tool_calls_by_step,
 )
+from planner_ui.selectors.timeline import run_timeline
 from planner_ui.selectors.usage import model_suggestions, run_usage
 from planner_ui.selectors.workers import workers_alive
 from planner_ui.services.plans import PlanConflict
@@ -231,6 +232,7 @@ def render_run(
         "proposal_diff": proposal_diff,
         "usage": run_usage(run),
         "files": run_files(run),
+        "timeline": run_timeline(run),
         **run_approvals(run),
         **_cards_context(run, steps),
         "notice": notice,

@@ -124,6 +124,15 @@
     dirtyCards.add(stepId);
     if (!cardTimer) cardTimer = setTimeout(fetchCards, 120);
   }
+  // The timeline follows the steps, a few times a second at most.
+  let timelineTimer = null;
+  function refreshTimeline() {
+    if (timelineTimer || !window.htmx || !page.dataset.timelineUrl) return;
+    timelineTimer = setTimeout(() => {
+      timelineTimer = null;
+      htmx.ajax("GET", page.dataset.timelineUrl, {target: "#run-timeline", swap: "none"});
+    }, 300);
+  }
   function fetchCards() {
     cardTimer = null;
     if (!dirtyCards.size || !window.htmx) return;
@@ -245,8 +254,10 @@
       case "plan.replanning": return "failed; the planner revises what is left: " + p.error;
       case "plan.replan_proposed": return "a re-plan waits for you" + (p.gated && p.gated.length ? " (it adds irreversible steps: " + p.gated.join(", ") + ")" : "");
       case "plan.replan_cap": return "no more re-plans: " + p.replans + " of " + p.cap + " used";
-      case "approval.requested": return "asks to call " + p.tool + " (" + p.effect + ") " + JSON.stringify(p.arguments);
-      case "approval.decided": return p.tool + " " + p.state + " by " + p.by + (p.edited ? " with edited arguments" : "") + (p.reason ? ": " + p.reason : "");
+      case "approval.requested":
+        if (p.kind === "outcome") return "the outcome of " + p.tool + " is unknown: a person decides " + JSON.stringify(p.arguments);
+        return "asks to call " + p.tool + " (" + p.effect + ") " + JSON.stringify(p.arguments);
+      case "approval.decided": return p.tool + " " + (p.resolution ? p.resolution : p.state) + " by " + p.by + (p.edited ? " with edited arguments" : "") + (p.reason ? ": " + p.reason : "");
       case "approval.withdrawn": return p.count + " pending approval" + (p.count === 1 ? "" : "s") + " withdrawn: " + p.reason;
       case "tool.performing": return "performing " + p.tool + ", authorized by " + p.authorized_by + " (key " + p.key + ")";
       case "tool.receipt": return p.tool + (p.is_error ? " failed; receipt stored" : " performed; receipt stored");
@@ -278,6 +289,7 @@
     lastSeq = ev.seq;
     appendLog(ev);
     if (ev.seq <= renderedSeq) return;
+    if (ev.type.startsWith("step.")) refreshTimeline();
     switch (ev.type) {
       case "step.queued": setStepStatus(ev.step_id, "queued"); break;
       case "step.started": setStepStatus(ev.step_id, "running"); break;
@@ -343,4 +355,9 @@
   readRenderedSeq();
   mountGraph();
   connect();
+  // While the run executes, running bars grow between events too.
+  setInterval(() => {
+    const header = document.getElementById("run-header");
+    if (header && header.dataset.status === "running" && !document.hidden) refreshTimeline();
+  }, 5000);
 })();

@@ -39,6 +39,12 @@ def test_edit_a_pending_step_while_another_runs_pause_and_resume(
     expect(card.locator(".instruction")).to_have_text("Write a haiku about the history of tea.")
     expect(page.locator("#version-2")).to_contain_text("person")
 
+    # The timeline follows along: the first step's bar appears while the run goes on.
+    timeline = page.locator("#run-timeline")
+    expect(
+        timeline.locator(".timeline-row[data-step-id='research-history-tea'] .seg-running")
+    ).to_be_visible(timeout=30_000)
+
     page.click("#pause-run")
     expect(page.locator("#run-paused")).to_be_visible()
     expect(page.locator(".locked-reason").first).to_contain_text("Locked: it is")
@@ -59,6 +65,13 @@ def test_edit_a_pending_step_while_another_runs_pause_and_resume(
 
     page.click("#resume-run")
     expect(page.locator("#result")).to_be_visible(timeout=60_000)
+    summary_row = timeline.locator(".timeline-row[data-step-id='write-short-summary']")
+    expect(summary_row.locator(".seg-running")).to_have_count(1)
+    expect(summary_row.locator(".seg-queued")).to_have_count(1)
+    expect(timeline.locator(".timeline-row.critical")).to_have_count(5)
+    with page.expect_download() as download:
+        page.click("#report-md")
+    assert download.value.path().read_text().startswith("# Run ")
     summary = run.steps.get(step_id="write-short-summary")
     assert summary.instruction == "Write a haiku about the history of tea."
     assert "haiku about the history of tea" in summary.output.lower()

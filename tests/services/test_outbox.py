@@ -7,7 +7,7 @@ import pytest
 from planner_ui.models import Run, ToolReceipt
 from planner_ui.services.files import workspace_checkout
 from planner_ui.services.gate import tool_context
-from planner_ui.services.outbox import perform_once
+from planner_ui.services.outbox import OutcomeUnknown, perform_once
 from planner_ui.tools import get_tool
 
 pytestmark = pytest.mark.django_db
@@ -60,9 +60,13 @@ def test_a_call_left_in_flight_by_a_dead_worker_is_never_repeated(run, mailoutbo
         decision="run",
         authorized_by="alice",
     )
-    content, is_error = send(run)
-    assert is_error and content.startswith("The outcome of this send_email call is unknown")
+    with pytest.raises(OutcomeUnknown) as unknown:
+        send(run)
     assert mailoutbox == []
-    assert ToolReceipt.objects.get().state == ToolReceipt.State.UNKNOWN
+    receipt = ToolReceipt.objects.get()
+    assert receipt.state == ToolReceipt.State.UNKNOWN and unknown.value.receipt == receipt
+    assert receipt.result.startswith("The outcome of this send_email call is unknown")
     assert run.events.filter(type="tool.unknown").count() == 1
-    assert send(run) == (content, True)  # and stays so
+    with pytest.raises(OutcomeUnknown):  # and stays so, for a person to decide
+        send(run)
+    assert mailoutbox == [] and run.events.filter(type="tool.unknown").count() == 1

@@ -124,20 +124,30 @@ def test_a_worker_killed_after_the_call_does_not_repeat_it(workers, make_user):
         assert run.events.filter(type="tool.performing").count() == 1
 
 
-def test_a_worker_killed_during_the_call_never_repeats_it_and_says_so(workers, make_user):
+def test_a_worker_killed_during_the_call_never_repeats_it_and_asks_a_person(workers, make_user):
+    alice = make_user()
     with Receiver(delay_s=6) as receiver:
         first = workers.start()
-        run = submit(make_user(), receiver, tool_policy="auto", auto_tools=["http_post"])
+        run = submit(alice, receiver, tool_policy="auto", auto_tools=["http_post"])
         wait_until(lambda: receiver.count == 1, timeout=60, what="the post to arrive")
         workers.kill(first)  # before the answer came back: the outcome is unknown
         assert run.receipts.get().state == ToolReceipt.State.IN_FLIGHT
         workers.start()
+        question = wait_until(
+            lambda: Approval.objects.filter(run=run, kind=Approval.Kind.OUTCOME).first(),
+            timeout=60,
+            what="the question of what happened",
+        )
+        assert post_step(run).status == StepStatus.WAITING
+        assert run.receipts.get().state == ToolReceipt.State.UNKNOWN
+        approval_decide(user=alice, approval=question, approve=True, resolution="happened")
         run = finished(run)
         assert run.status == RunStatus.SUCCEEDED, run.error
         assert receiver.count == 1
-        assert run.receipts.get().state == ToolReceipt.State.UNKNOWN
+        receipt = run.receipts.get()
+        assert receipt.state == ToolReceipt.State.DONE
         result = run.events.filter(type="step.tool_result", payload__tool="http_post").get()
-        assert "The outcome of this http_post call is unknown" in result.payload["content"]
+        assert result.payload["content"].startswith("alice confirmed that this http_post call")
 
 
 def test_an_approval_pending_across_a_worker_restart_resumes_the_run(workers, make_user):

@@ -1,0 +1,158 @@
+"""A run's report, to download and keep: the task, every plan version, each step's output,
+tool calls, approvals and receipts, tokens, cost and timing. One dict (the JSON download and
+the API), and the same as Markdown."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from planner_ui.core.events import EventType
+from planner_ui.core.pricing import dollars
+from planner_ui.models import Run
+
+from .run_json import run_json
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value else None
+
+
+def run_report(run: Run) -> dict[str, Any]:
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for step_id, kind, payload, at in run.events.filter(
+        type__in=[EventType.STEP_TOOL_CALL, EventType.STEP_TOOL_RESULT]
+    ).values_list("step_id", "type", "payload", "created_at"):
+        calls.setdefault(step_id, []).append({"type": kind, "at": _iso(at), **payload})
+    report = run_json(run)
+    steps = {s.step_id: s for s in run.steps.all()}
+    for entry in report["steps"]:
+        step = steps[entry["id"]]
+        entry.update(
+            title=step.title,
+            instruction=step.instruction,
+            tools=step.tools,
+            depends_on=step.depends_on,
+            attempts=step.attempts,
+            worker=step.worker,
+            model=step.model,
+            tool_calls=calls.get(step.step_id, []),
+        )
+    report.update(
+        task=run.task,
+        owner=run.owner.get_username(),
+        created_at=_iso(run.created_at),
+        started_at=_iso(run.started_at),
+        finished_at=_iso(run.finished_at),
+        duration_s=run.duration_s,
+        plan_versions=[
+            {
+                "number": v.number,
+                "author": v.author,
+                "note": v.note,
+                "created_at": _iso(v.created_at),
+                "approved": v.pk == run.approved_plan_id,
+                "plan": v.plan,
+            }
+            for v in run.plan_versions.all()
+        ],
+        approvals=[
+            {
+                "step": a.step_id,
+                "tool": a.tool,
+                "effect": a.effect,
+                "arguments": a.arguments,
+                "approved_arguments": a.approved_arguments,
+                "state": a.state,
+                "reason": a.reason,
+                "decided_by": a.decided_by.get_username() if a.decided_by else None,
+                "decided_at": _iso(a.decided_at),
+            }
+            for a in run.approvals.select_related("decided_by")
+        ],
+        receipts=[
+            {
+                "step": r.step_id,
+                "tool": r.tool,
+                "idempotency_key": r.idempotency_key,
+                "decision": r.decision,
+                "authorized_by": r.authorized_by,
+                "state": r.state,
+                "result": r.result,
+                "started_at": _iso(r.started_at),
+                "finished_at": _iso(r.finished_at),
+            }
+            for r in run.receipts.all()
+        ],
+        files=[
+            {"path": f.path, "size": f.size, "sha256": f.sha256, "step": f.step_id}
+            for f in run.files.defer("content")
+        ],
+    )
+    return report
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    """The report for people: headings, the outputs as they were written, figures in lists."""
+    lines = [
+        f"# Run {report['run_id']}: {report['status']}",
+        "",
+        f"**Task:** {report['task']}",
+        "",
+        f"- Owner: {report['owner']}",
+        f"- Started: {report['started_at'] or '—'}; finished: {report['finished_at'] or '—'}"
+        + (f" ({report['duration_s']:.1f} s)" if report["duration_s"] else ""),
+        f"- Model calls: {report['model_calls']}; tokens: {report['tokens']['input']:,} in, "
+        f"{report['tokens']['output']:,} out; cost: {dollars(Decimal(report['cost_usd']), 4)}",
+    ]
+    if report["error"]:
+        lines += ["", f"**What went wrong:** {report['error']}"]
+    for warning in report["warnings"]:
+        lines += ["", f"**Warning:** {warning}"]
+    lines += ["", "## Plan versions", ""]
+    for version in report["plan_versions"]:
+        approved = ", approved" if version["approved"] else ""
+        note = f": {version['note']}" if version["note"] else ""
+        lines.append(f"- v{version['number']} by the {version['author']}{approved}{note}")
+    lines += ["", "## Steps"]
+    for step in report["steps"]:
+        lines += [
+            "",
+            f"### {step['id']}: {step['title']} ({step['status']})",
+            "",
+            f"*{step['role']}*, tools: {', '.join(step['tools']) or 'none'}; "
+            f"{step['model_calls']} model calls, {step['tokens']['input']:,} / "
+            f"{step['tokens']['output']:,} tokens; {step['started_at'] or '—'} → "
+            f"{step['finished_at'] or '—'}",
+            "",
+            f"> {step['instruction']}".replace("\n", "\n> "),
+        ]
+        for call in step["tool_calls"]:
+            if call["type"] == EventType.STEP_TOOL_CALL:
+                arguments = json.dumps(call["arguments"], ensure_ascii=False)
+                lines.append(f"- → `{call['tool']}` {arguments}")
+            else:
+                lines.append(f"- ← {call['content'][:300]}".replace("\n", " "))
+        if step["output"]:
+            lines += ["", step["output"]]
+        if step["error"]:
+            lines += ["", f"**Error:** {step['error']}"]
+    if report["approvals"]:
+        lines += ["", "## Approvals", ""]
+        for a in report["approvals"]:
+            by = f" by {a['decided_by']}" if a["decided_by"] else ""
+            lines.append(f"- {a['step']}: `{a['tool']}` ({a['effect']}) {a['state']}{by}")
+    if report["receipts"]:
+        lines += ["", "## Receipts of irreversible calls", ""]
+        for r in report["receipts"]:
+            lines.append(
+                f"- {r['step']}: `{r['tool']}` {r['state']} ({r['decision']}, authorized by "
+                f"{r['authorized_by']}), key `{r['idempotency_key']}`"
+            )
+    if report["files"]:
+        lines += ["", "## Files", ""]
+        lines += [f"- {f['path']} ({f['size']:,} bytes, by {f['step']})" for f in report["files"]]
+    if report["result"]:
+        lines += ["", "## Deliverable", "", report["result"]]
+    return "\n".join(lines) + "\n"

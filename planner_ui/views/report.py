@@ -1,0 +1,38 @@
+"""A run's report and timeline: the report downloads as JSON or Markdown; the timeline is a
+fragment the run page fetches again as steps move."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from planner_ui.selectors.report import report_markdown, run_report
+from planner_ui.selectors.runs import run_get_for_user
+from planner_ui.selectors.timeline import run_timeline
+
+
+@login_required
+@require_GET
+def run_report_download(request: HttpRequest, run_id: int, kind: str) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    report = run_report(run)
+    if kind == "json":
+        body, content_type = json.dumps(report, indent=2, ensure_ascii=False), "application/json"
+    else:
+        body, content_type = report_markdown(report), "text/markdown; charset=utf-8"
+    response = HttpResponse(body, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.{kind}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@login_required
+@require_GET
+def run_timeline_part(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    context = {"run": run, "timeline": run_timeline(run), "oob": True}
+    return render(request, "planner_ui/_run_timeline.html", context)
