@@ -6,6 +6,7 @@ from .models import ModelCall, PlanVersion, ProviderCredential, Run, RunEvent, S
 
 class StepInline(admin.TabularInline):
     model = Step
+    fk_name = "run"
     extra = 0
     fields = (
         "step_id",

@@ -83,6 +83,12 @@ class Run(models.Model):
     baseline_of = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="baselines"
     )
+    # Set on a fork: the run it was forked from, and the step it was forked at; the steps
+    # before that one were reused, not run again.
+    forked_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="forks"
+    )
+    fork_step = models.CharField(max_length=40, blank=True)
     error = models.TextField(blank=True)
     result = models.TextField(blank=True)
     planner_model = models.CharField(max_length=200, blank=True)
@@ -202,6 +208,9 @@ class Step(models.Model):
     output = models.TextField(blank=True)
     error = models.TextField(blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    # Times a person asked for it again (services.retries): each retry's tool calls get keys,
+    # approvals and receipts of their own, so an earlier attempt's approval never covers them.
+    retries = models.PositiveIntegerField(default=0)
     model = models.CharField(max_length=200, blank=True)
     worker = models.CharField(max_length=200, blank=True)
     # The executor's conversation so far (agents.executor.Checkpoint), saved after every model
@@ -221,6 +230,10 @@ class Step(models.Model):
     cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Set on a fork's steps that were done before the fork: the run whose output it reused.
+    reused_from = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     objects = StepQuerySet.as_manager()
 
@@ -452,6 +465,10 @@ class ToolReceipt(models.Model):
     state = models.CharField(max_length=16, choices=State.choices, default=State.IN_FLIGHT)
     result = models.TextField(blank=True)
     is_error = models.BooleanField(default=False)
+    # Set on a fork's copy of a receipt: the original, whose call was made once, there.
+    reused_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reuses"
+    )
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import approvals, files, plans, report, runs
+from .views import approvals, files, plans, report, retries, runs
 
 urlpatterns = [
     path("", runs.home, name="home"),
@@ -19,6 +19,12 @@ urlpatterns = [
     path("runs/<int:run_id>/cancel/", approvals.run_cancel_view, name="run_cancel"),
     path("runs/<int:run_id>/pause/", approvals.run_pause_view, name="run_pause"),
     path("runs/<int:run_id>/resume/", approvals.run_resume_view, name="run_resume"),
+    path(
+        "runs/<int:run_id>/steps/<slug:step_id>/retry/",
+        retries.step_retry_view,
+        name="step_retry",
+    ),
+    path("runs/<int:run_id>/steps/<slug:step_id>/fork/", retries.run_fork_view, name="run_fork"),
     path("runs/<int:run_id>/replan/", approvals.replan_decide_view, name="replan_decide"),
     path("runs/<int:run_id>/baseline/", approvals.run_baseline_view, name="run_baseline"),
     path("runs/<int:run_id>/compare/", approvals.run_compare, name="run_compare"),

@@ -53,6 +53,19 @@ def ancestors(deps: Deps, node: str) -> set[str]:
     return seen
 
 
+def descendants(deps: Deps, node: str) -> set[str]:
+    """Every step that waits for `node`, directly or through others."""
+    below = dependents(deps)
+    seen: set[str] = set()
+    stack = list(below.get(node, []))
+    while stack:
+        child = stack.pop()
+        if child not in seen:
+            seen.add(child)
+            stack.extend(below.get(child, []))
+    return seen
+
+
 def topological_order(deps: Deps) -> list[str]:
     """Steps in an order where every step comes after its dependencies.
 

@@ -41,6 +41,8 @@ class EventType(StrEnum):
     TOOL_RECEIPT = "tool.receipt"
     TOOL_UNKNOWN = "tool.unknown"
     STEP_WORKER_LOST = "step.worker_lost"
+    STEP_RETRIED = "step.retried"
+    STEP_REUSED = "step.reused"
     FILE_WRITTEN = "file.written"
     FILE_DELETED = "file.deleted"
 
@@ -212,6 +214,16 @@ class WorkerLostPayload(TypedDict):
     heartbeat_at: str
 
 
+class StepRetriedPayload(TypedDict):
+    by: str
+    again: list[str]  # the step and, if asked, the steps after it
+    edited: bool
+
+
+class StepReusedPayload(TypedDict):
+    from_run: int
+
+
 class FileWrittenPayload(TypedDict):
     path: str
     size: int
@@ -252,6 +264,8 @@ PAYLOADS: dict[EventType, type] = {
     EventType.TOOL_RECEIPT: ToolReceiptPayload,
     EventType.TOOL_UNKNOWN: ToolUnknownPayload,
     EventType.STEP_WORKER_LOST: WorkerLostPayload,
+    EventType.STEP_RETRIED: StepRetriedPayload,
+    EventType.STEP_REUSED: StepReusedPayload,
     EventType.FILE_WRITTEN: FileWrittenPayload,
     EventType.FILE_DELETED: FileDeletedPayload,
 }

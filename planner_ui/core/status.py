@@ -34,8 +34,9 @@ RUN_TRANSITIONS: dict[RunStatus, frozenset[RunStatus]] = {
     ),
     RunStatus.AWAITING_PLAN_APPROVAL: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED}),
     RunStatus.RUNNING: frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}),
-    RunStatus.SUCCEEDED: frozenset(),
-    RunStatus.FAILED: frozenset(),
+    # A person retrying a step of a finished run opens it again; a cancelled run stays over.
+    RunStatus.SUCCEEDED: frozenset({RunStatus.RUNNING}),
+    RunStatus.FAILED: frozenset({RunStatus.RUNNING}),
     RunStatus.CANCELLED: frozenset(),
 }
 
@@ -55,13 +56,14 @@ STEP_TRANSITIONS: dict[StepStatus, frozenset[StepStatus]] = {
         }
     ),
     StepStatus.WAITING: frozenset({StepStatus.QUEUED, StepStatus.SKIPPED}),
-    StepStatus.SUCCEEDED: frozenset(),
+    # A person may retry a finished step.
+    StepStatus.SUCCEEDED: frozenset({StepStatus.PENDING}),
     # A re-plan re-makes the steps it does not keep: a failed or skipped one may run again.
     StepStatus.FAILED: frozenset({StepStatus.PENDING}),
     StepStatus.SKIPPED: frozenset({StepStatus.PENDING}),
 }
 
-TERMINAL_RUN_STATUSES = frozenset(s for s, nxt in RUN_TRANSITIONS.items() if not nxt)
+TERMINAL_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
 FINISHED_STEP_STATUSES = frozenset({StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED})
 ACTIVE_STEP_STATUSES = frozenset({StepStatus.QUEUED, StepStatus.RUNNING, StepStatus.WAITING})
 # A run is over only when none of its steps is in one of these.

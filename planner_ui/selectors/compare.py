@@ -1,4 +1,5 @@
-"""A run beside its single-agent baseline: what each spent and what each achieved."""
+"""A run beside another: its single-agent baseline, or a fork of it. What each spent and what
+each achieved, side by side."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class Figures:
     unpriced_calls: int
     wall_s: float | None
     steps: int
+    reused: int  # steps a fork took over from its original, not run again
 
     @property
     def tokens(self) -> int:
@@ -41,6 +43,7 @@ def figures(run: Run, label: str) -> Figures:
         unpriced_calls=run.calls.filter(cost_usd__isnull=True).count(),
         wall_s=wall_seconds(run),
         steps=run.steps.count(),
+        reused=run.steps.filter(reused_from__isnull=False).count(),
     )
 
 
@@ -60,17 +63,63 @@ def comparison(run: Run) -> dict[str, Any]:
     """The original run and its latest baseline, with the ratios a person reads first."""
     original = run.baseline_of or run
     baseline = original.baselines.order_by("-created_at", "-id").first()
-    plan = figures(original, "Planner–executor")
-    agent = figures(baseline, "Single agent") if baseline else None
+    return _side_by_side(
+        original,
+        figures(original, "Planner–executor"),
+        figures(baseline, "Single agent") if baseline else None,
+        title="Did the plan pay for itself?",
+        ratio_heading="Plan ÷ agent",
+        hint="A ratio above 1 means the planner–executor run used more than the single agent.",
+    )
+
+
+def runs_comparison(left: Run, right: Run) -> dict[str, Any]:
+    """Two runs of a person's, e.g. a run and its fork: the fork counts only what it spent
+    itself, since the steps it reused cost it nothing."""
+    return _side_by_side(
+        left,
+        figures(left, _label(left)),
+        figures(right, _label(right)),
+        title=f"Run {left.pk} beside run {right.pk}",
+        ratio_heading=f"Run {left.pk} ÷ run {right.pk}",
+        hint=f"A ratio above 1 means run {left.pk} used more than run {right.pk}.",
+    )
+
+
+def _label(run: Run) -> str:
+    if run.forked_from_id:
+        return f"Fork of run {run.forked_from_id} from '{run.fork_step}'"
+    if run.baseline_of_id:
+        return "Single agent"
+    return "Planner–executor"
+
+
+def _side_by_side(
+    original: Run,
+    left: Figures,
+    right: Figures | None,
+    *,
+    title: str,
+    ratio_heading: str,
+    hint: str,
+) -> dict[str, Any]:
     ratios = {}
-    if agent is not None:
+    if right is not None:
         ratios = {
-            "model_calls": _ratio(plan.model_calls, agent.model_calls),
-            "tokens": _ratio(plan.tokens, agent.tokens),
-            "cost_usd": _ratio(plan.cost_usd, agent.cost_usd),
-            "wall_s": _ratio(plan.wall_s, agent.wall_s),
+            "model_calls": _ratio(left.model_calls, right.model_calls),
+            "tokens": _ratio(left.tokens, right.tokens),
+            "cost_usd": _ratio(left.cost_usd, right.cost_usd),
+            "wall_s": _ratio(left.wall_s, right.wall_s),
         }
-    return {"original": original, "plan": plan, "agent": agent, "ratios": ratios}
+    return {
+        "original": original,
+        "left": left,
+        "right": right,
+        "ratios": ratios,
+        "title": title,
+        "ratio_heading": ratio_heading,
+        "hint": hint,
+    }
 
 
 def _ratio(a: float | Decimal | None, b: float | Decimal | None) -> float | None:

@@ -37,7 +37,7 @@ CHANGES_FILES = frozenset({Effect.WRITE, Effect.DELETE, Effect.EXECUTE})
 def tool_runner(run: Run, step: Step, ctx: ToolContext, workspace: Workspace) -> ToolRunner:
     """Each call decided by the run's policy, then the files it changed stored for every
     machine; a file the step needs and nobody wrote fails the step, naming the file."""
-    decide = _decider(run, step.step_id, ctx)
+    decide = _decider(run, step.step_id, ctx, f"retry{step.retries}:" if step.retries else "")
 
     def run_call(call: ToolCall, tool: Tool, iteration: int) -> tuple[str, bool]:
         content, is_error = decide(call, tool, iteration)
@@ -101,7 +101,7 @@ def _needed_file_missing(step: Step, workspace: Workspace, path: str) -> None:
     )
 
 
-def _decider(run: Run, step_id: str, ctx: ToolContext) -> ToolRunner:
+def _decider(run: Run, step_id: str, ctx: ToolContext, key_prefix: str) -> ToolRunner:
     policy = run.policy
 
     def run_call(call: ToolCall, tool: Tool, iteration: int) -> tuple[str, bool]:
@@ -117,7 +117,7 @@ def _decider(run: Run, step_id: str, ctx: ToolContext) -> ToolRunner:
             tool.parse(call.arguments)
         except Exception as exc:  # ToolError, or anything a tool's parse raises
             return str(exc), True
-        key = f"{iteration}:{call.id}"
+        key = f"{key_prefix}{iteration}:{call.id}"
         if decision is Decision.DRY_RUN:
             return outbox.record_dry_run(
                 run_id=run.pk, step_id=step_id, call_key=key, tool=tool, arguments=call.arguments

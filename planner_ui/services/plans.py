@@ -148,11 +148,9 @@ def _save_version(run: Run, plan: Plan, author: str, note: str, number: int) -> 
     """A new version; before approval its steps are made afresh. While the run executes, the
     steps that have started stay as they are (the change may not touch them: it is refused
     whole, never half applied) and the others are made again and dispatched when ready."""
-    started = {}
-    if run.status == RunStatus.RUNNING:
-        started = dict(
-            run.steps.exclude(status=StepStatus.PENDING).values_list("step_id", "status")
-        )
+    # Steps under way or done (or, in a fork, reused): a change may not touch them.
+    started = dict(run.steps.exclude(status=StepStatus.PENDING).values_list("step_id", "status"))
+    if started:
         if started.pop(SYNTHESIS_STEP_ID, None):
             raise InvalidTransition(
                 "The synthesizer is assembling the deliverable: the plan is complete and can no "
@@ -164,7 +162,7 @@ def _save_version(run: Run, plan: Plan, author: str, note: str, number: int) -> 
     version = PlanVersion.objects.create(
         run=run, number=number, author=author, plan=plan.model_dump(), note=note
     )
-    if run.status == RunStatus.RUNNING:
+    if started:
         steps_rematerialize(run, plan, set(started), f"removed by {author} in version {number}")
         dependencies_count(run)
     else:

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.models import Approval, PlanProposal, Run
 from planner_ui.selectors.approvals import approval_get_for_user, inbox_for_user, pending_count
-from planner_ui.selectors.compare import comparison
+from planner_ui.selectors.compare import comparison, runs_comparison
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.services.approvals import ApprovalRefused, approval_decide
 from planner_ui.services.baselines import baseline_create
@@ -230,5 +230,14 @@ def run_baseline_view(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_GET
 def run_compare(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The run beside its baseline; beside another of the person's runs with `?with=<id>`
+    (a fork is compared with its original unless it has a baseline of its own)."""
     run = run_get_for_user(request.user, run_id)
+    other_id = request.GET.get("with", "")
+    if other_id.isdigit():
+        other = run_get_for_user(request.user, int(other_id))
+        return render(request, "planner_ui/compare.html", runs_comparison(run, other))
+    if run.forked_from_id and not run.baselines.exists():
+        original = run_get_for_user(request.user, run.forked_from_id)
+        return render(request, "planner_ui/compare.html", runs_comparison(original, run))
     return render(request, "planner_ui/compare.html", comparison(run))

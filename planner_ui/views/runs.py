@@ -16,13 +16,19 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from planner_ui.core import dag
 from planner_ui.core.diff import plan_diff
 from planner_ui.core.edits import DependentsPolicy
 from planner_ui.core.effects import PolicyMode
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.plan import MAX_STEPS, ROLES, Plan
 from planner_ui.core.run_options import RunOptions
-from planner_ui.core.status import STEP_PROGRESS, RunStatus, StepStatus
+from planner_ui.core.status import (
+    FINISHED_STEP_STATUSES,
+    STEP_PROGRESS,
+    RunStatus,
+    StepStatus,
+)
 from planner_ui.models import PlanProposal, Run, Step
 from planner_ui.selectors.approvals import run_approvals
 from planner_ui.selectors.estimate import run_estimate
@@ -252,11 +258,27 @@ def plan_editable(run: Run) -> bool:
     return run.status == RunStatus.RUNNING and not run.replanning
 
 
+def going_back(run: Run) -> bool:
+    """Whether the page offers to retry steps and fork from them: once the run has started,
+    unless it was cancelled, is a single-agent baseline or waits for a re-plan."""
+    return (
+        run.status in (RunStatus.RUNNING, RunStatus.SUCCEEDED, RunStatus.FAILED)
+        and not run.baseline_of_id
+        and not run.replanning
+    )
+
+
 def _cards_context(run: Run, steps: list[Step]) -> dict[str, Any]:
     """What _step_card.html needs besides its step; the cards' tool calls are set on them."""
     calls = tool_calls_by_step(run, [s.step_id for s in steps])
     lost_before = timezone.now() - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
     editable = plan_editable(run)
+    again = going_back(run)
+    if again:
+        # Fork from a step whose inputs are all done: read over every step, not only these.
+        rows = run.steps.values_list("step_id", "depends_on", "status")
+        deps = {step_id: depends_on for step_id, depends_on, _ in rows}
+        succeeded = {step_id for step_id, _, status in rows if status == StepStatus.SUCCEEDED}
     for step in steps:
         step.calls = calls.get(step.step_id, [])
         step.editable = (
@@ -264,8 +286,17 @@ def _cards_context(run: Run, steps: list[Step]) -> dict[str, Any]:
         )
         if editable and not step.editable and step.role != "synthesizer":
             step.locked_reason = (
-                f"it is {step.get_status_display()}; only steps that have not started change"
+                f"its output was reused from run {step.reused_from_id}"
+                if step.reused_from_id
+                else f"it is {step.get_status_display()}; only steps that have not started change"
             )
+        step.retryable = again and step.status in FINISHED_STEP_STATUSES
+        step.forkable = (
+            again
+            and step.role != "synthesizer"
+            and step.step_id in deps
+            and dag.ancestors(deps, step.step_id) <= succeeded
+        )
         # Its worker stopped refreshing the heartbeat: the sweep hands the step to another.
         step.worker_lost = (
             step.status == StepStatus.RUNNING

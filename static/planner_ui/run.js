@@ -251,6 +251,9 @@
       case "step.skipped": return "skipped: " + p.reason;
       case "step.waiting": return "waits for approval of " + p.tool;
       case "step.worker_lost": return "its worker (" + p.worker + ") stopped answering; another takes it over";
+      case "step.retried": return "run again by " + p.by + (p.edited ? " with an edited instruction" : "") +
+        (p.again.length > 1 ? ", and the steps after it: " + p.again.slice(1).join(", ") : "");
+      case "step.reused": return "output reused from run " + p.from_run + ", not run again";
       case "plan.replanning": return "failed; the planner revises what is left: " + p.error;
       case "plan.replan_proposed": return "a re-plan waits for you" + (p.gated && p.gated.length ? " (it adds irreversible steps: " + p.gated.join(", ") + ")" : "");
       case "plan.replan_cap": return "no more re-plans: " + p.replans + " of " + p.cap + " used";
@@ -316,7 +319,13 @@
       case "step.tool_call":
       case "step.tool_result":
       case "step.worker_lost":
+      case "step.reused":
         refreshCard(ev.step_id);
+        break;
+      case "step.retried":
+        // These steps start over: what the socket said of their last attempt is history.
+        for (const stepId of ev.payload.again) { delete seenStatus[stepId]; endLiveText(stepId); }
+        refreshMain();
         break;
       case "run.paused":
       case "run.resumed":

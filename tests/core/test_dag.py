@@ -18,6 +18,7 @@ from planner_ui.core.dag import (
     critical_path,
     dependents,
     depth_layers,
+    descendants,
     find_cycle,
     ready_steps,
     sinks,
@@ -260,6 +261,14 @@ def test_ancestors_follow_dependencies_transitively():
     assert ancestors(deps, "e") == {"a", "b", "c", "d"}
     assert ancestors(deps, "c") == {"a", "b"}
     assert ancestors(deps, "a") == set()
+
+
+@given(dags())
+def test_descendants_are_the_steps_whose_ancestors_hold_the_step(deps: Deps) -> None:
+    for node in deps:
+        assert descendants(deps, node) == {
+            other for other in deps if node in ancestors(deps, other)
+        }
 
 
 def test_dependents_are_the_steps_that_wait_for_each_step() -> None:

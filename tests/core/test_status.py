@@ -23,6 +23,9 @@ ALLOWED = [
     ("running", "succeeded"),
     ("running", "failed"),
     ("running", "cancelled"),
+    # A person retrying a step of a finished run opens it again.
+    ("succeeded", "running"),
+    ("failed", "running"),
 ]
 
 
@@ -68,9 +71,8 @@ def test_the_table_allows_exactly_these_transitions() -> None:
         ),
         (
             "succeeded",
-            "running",
-            "a run cannot go from succeeded to running; "
-            "allowed from succeeded: none (it is finished)",
+            "planning",
+            "a run cannot go from succeeded to planning; allowed from succeeded: running",
         ),
         (
             "cancelled",

@@ -44,7 +44,7 @@ def test_the_comparison_puts_both_runs_figures_side_by_side(finished):
     for run in (finished, baseline):
         view = comparison(run)
         assert view["original"] == finished
-        plan, agent = view["plan"], view["agent"]
+        plan, agent = view["left"], view["right"]
         assert (plan.model_calls, agent.model_calls) == (finished.model_calls, baseline.model_calls)
         assert (plan.tokens_in, agent.tokens_in) == (finished.tokens_in, baseline.tokens_in)
         assert plan.steps == finished.steps.count() and agent.steps == 1

@@ -170,7 +170,7 @@ def test_re_run_as_a_single_agent_and_compare(client_alice, alice):
     baseline.refresh_from_db()
     run.refresh_from_db()
     assert f"<td>{run.model_calls}</td><td>{baseline.model_calls}</td>" in compare
-    assert "Single-agent result" in compare
+    assert "Single agent: result" in compare
 
 
 def test_another_user_cannot_start_a_baseline_or_compare(client_alice, make_user):

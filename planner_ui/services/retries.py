@@ -1,0 +1,225 @@
+"""A person goes back over a run: retries a step that finished or failed (and, if they ask, the
+steps after it), or forks a new run from a step, reusing what came before it.
+
+Nothing irreversible is performed again behind a person's back: a retried step's calls go
+through the run's gates like any other, and a fork never repeats the calls of the steps it
+reuses: their receipts come along, marked as reused.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from planner_ui.core import dag
+from planner_ui.core.errors import InvalidTransition
+from planner_ui.core.events import EventType
+from planner_ui.core.plan import SYNTHESIS_STEP_ID, Plan
+from planner_ui.core.status import FINISHED_STEP_STATUSES, RunStatus, StepStatus
+from planner_ui.models import PlanVersion, Run, RunFile, Step, ToolReceipt
+
+from .events import event_append
+from .plans import materialize_steps
+from .scheduler import dependencies_count, dispatch_ready
+
+MAX_INSTRUCTION_CHARS = 4000
+_BASELINE = (
+    "A single-agent baseline is one step with one growing context: re-run it as a baseline "
+    "from the original run instead."
+)
+
+
+def step_retry(
+    *,
+    run_id: int,
+    step_id: str,
+    user: AbstractBaseUser,
+    instruction: str = "",
+    downstream: bool = True,
+) -> Run:
+    """Run a finished or failed step again, with an edited instruction if given, and with
+    `downstream` the steps after it too. A finished run opens again for it."""
+    instruction = instruction.strip()
+    if len(instruction) > MAX_INSTRUCTION_CHARS:
+        raise InvalidTransition(
+            f"The instruction is {len(instruction)} characters long; at most "
+            f"{MAX_INSTRUCTION_CHARS} are allowed."
+        )
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id, owner=user)
+        if run.status not in (RunStatus.RUNNING, RunStatus.SUCCEEDED, RunStatus.FAILED):
+            raise InvalidTransition(
+                f"This run is {run.get_status_display()}, so none of its steps can be retried."
+            )
+        if run.replanning:
+            raise InvalidTransition("A re-plan is being decided: retry once it is.")
+        if run.baseline_of_id:
+            raise InvalidTransition(_BASELINE)
+        steps = {s.step_id: s for s in run.steps.all()}
+        step = steps.get(step_id)
+        if step is None:
+            raise InvalidTransition(f"This run has no step '{step_id}'.")
+        if step.status not in FINISHED_STEP_STATUSES:
+            raise InvalidTransition(
+                f"Step '{step_id}' is {step.get_status_display()}: only a step that has "
+                "finished or failed can be retried."
+            )
+        again = [step_id]
+        if downstream:
+            deps = {s.step_id: s.depends_on for s in steps.values()}
+            again += sorted(dag.descendants(deps, step_id), key=lambda s: steps[s].position)
+            idle = {*FINISHED_STEP_STATUSES, StepStatus.PENDING}
+            busy = [s for s in again if steps[s].status not in idle]
+            if busy:
+                raise InvalidTransition(
+                    f"Step '{busy[0]}' after it is {steps[busy[0]].get_status_display()}: retry "
+                    "once it has finished, or retry this step alone."
+                )
+        if instruction and instruction != step.instruction:
+            _edited_version(run, step, instruction, user)
+        Step.objects.filter(run=run, step_id__in=again).update(
+            status=StepStatus.PENDING,
+            output="",
+            error="",
+            checkpoint=None,
+            started_at=None,
+            finished_at=None,
+            heartbeat_at=None,
+            queued_at=None,
+            worker="",
+            model="",
+            reused_from=None,
+            retries=F("retries") + 1,
+        )
+        if run.is_finished:
+            run.move_to(RunStatus.RUNNING)
+            run.finished_at = None
+            run.error = ""
+            run.warnings = []
+            run.save()
+            event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
+        event_append(
+            run.pk,
+            EventType.STEP_RETRIED,
+            {"by": user.get_username(), "again": again, "edited": bool(instruction)},
+            step_id=step_id,
+        )
+        dependencies_count(run)
+        dispatch_ready(run)
+    return run
+
+
+def _edited_version(run: Run, step: Step, instruction: str, user: AbstractBaseUser) -> None:
+    current = run.plan_versions.order_by("-number").first()
+    plan = Plan.model_validate(current.plan)
+    if step.step_id != SYNTHESIS_STEP_ID:
+        edited = [
+            s.model_copy(update={"instruction": instruction}) if s.id == step.step_id else s
+            for s in plan.steps
+        ]
+        plan = plan.model_copy(update={"steps": edited})
+    number = current.number + 1
+    note = f"retry of '{step.step_id}' with an edited instruction, by {user.get_username()}"
+    PlanVersion.objects.create(
+        run=run, number=number, author=PlanVersion.Author.PERSON, plan=plan.model_dump(), note=note
+    )
+    Step.objects.filter(pk=step.pk).update(instruction=instruction)
+    event_append(
+        run.pk,
+        EventType.PLAN_VERSION,
+        {"number": number, "author": "person", "note": note, "steps": len(plan.steps)},
+    )
+
+
+def run_fork(*, run_id: int, step_id: str, user: AbstractBaseUser) -> Run:
+    """A new run with the same plan, that reuses the outputs of the steps `step_id` depends on
+    (directly or not) and runs the rest; it waits for the person's approval first, so they
+    may change what is not reused. The steps run again get keys of their own run, so their
+    irreversible calls ask (or follow the policy) afresh; the reused ones' receipts come along
+    under keys that no call of the fork can claim."""
+    original = Run.objects.get(pk=run_id, owner=user)
+    if original.baseline_of_id:
+        raise InvalidTransition(_BASELINE)
+    steps = {s.step_id: s for s in original.steps.all()}
+    if step_id not in steps or step_id == SYNTHESIS_STEP_ID:
+        raise InvalidTransition(f"This run has no step '{step_id}' to fork from.")
+    before = dag.ancestors({s.step_id: s.depends_on for s in steps.values()}, step_id)
+    unfinished = sorted(s for s in before if steps[s].status != StepStatus.SUCCEEDED)
+    if unfinished:
+        raise InvalidTransition(
+            f"Step '{unfinished[0]}', which '{step_id}' depends on, has not succeeded: fork from "
+            "a step whose inputs are all done."
+        )
+    version = original.plan_versions.order_by("-number").first()
+    plan = Plan.model_validate(version.plan)
+    with transaction.atomic():
+        fork = Run.objects.create(
+            owner=user,
+            task=original.task,
+            status=RunStatus.AWAITING_PLAN_APPROVAL,
+            forked_from=original,
+            fork_step=step_id,
+            routes=original.routes,
+            executor_model=original.executor_model,
+            planner_model=original.planner_model,
+            tool_policy=original.tool_policy,
+            auto_tools=original.auto_tools,
+            budget_tokens=original.budget_tokens,
+            budget_usd=original.budget_usd,
+            replan_mode=original.replan_mode,
+            max_replans=original.max_replans,
+        )
+        note = f"forked from run {original.pk} at step '{step_id}'"
+        PlanVersion.objects.create(
+            run=fork, number=1, author=PlanVersion.Author.PERSON, plan=plan.model_dump(), note=note
+        )
+        materialize_steps(fork, plan)
+        now = timezone.now()
+        for reused in before:
+            old = steps[reused]
+            Step.objects.filter(run=fork, step_id=reused).update(
+                status=StepStatus.SUCCEEDED,
+                output=old.output,
+                model=old.model,
+                started_at=now,
+                finished_at=now,
+                reused_from=original,
+            )
+            event_append(fork.pk, EventType.STEP_REUSED, {"from_run": original.pk}, step_id=reused)
+        for receipt in original.receipts.filter(step_id__in=before):
+            ToolReceipt.objects.create(
+                run=fork,
+                step_id=receipt.step_id,
+                idempotency_key=f"{receipt.idempotency_key}:reused-by-run{fork.pk}",
+                tool=receipt.tool,
+                effect=receipt.effect,
+                arguments=receipt.arguments,
+                decision=receipt.decision,
+                authorized_by=receipt.authorized_by,
+                state=receipt.state,
+                result=receipt.result,
+                is_error=receipt.is_error,
+                finished_at=receipt.finished_at,
+                reused_from=receipt,
+            )
+        # The files the reused steps wrote last; a file a later step overwrote is not theirs
+        # any more, and the steps that run again write it afresh.
+        for file in original.files.filter(step_id__in=before):
+            RunFile.objects.create(
+                run=fork,
+                path=file.path,
+                content=file.content,
+                size=file.size,
+                sha256=file.sha256,
+                step_id=file.step_id,
+            )
+        dependencies_count(fork)
+        event_append(fork.pk, EventType.RUN_STATUS, {"status": fork.status})
+        event_append(
+            fork.pk,
+            EventType.PLAN_VERSION,
+            {"number": 1, "author": "person", "note": note, "steps": len(plan.steps)},
+        )
+    return fork

@@ -1,0 +1,66 @@
+"""Going back over a run from one of its steps: retry it (and the steps after it), or fork a
+new run from it that reuses what came before."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from planner_ui.core.errors import InvalidTransition
+from planner_ui.selectors.runs import run_get_for_user
+from planner_ui.services.retries import run_fork, step_retry
+
+from .runs import render_run
+
+
+@login_required
+@require_POST
+def step_retry_view(request: HttpRequest, run_id: int, step_id: str) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    downstream = request.POST.get("downstream") == "on"
+    try:
+        run = step_retry(
+            run_id=run.pk,
+            step_id=step_id,
+            user=request.user,
+            instruction=request.POST.get("instruction", ""),
+            downstream=downstream,
+        )
+    except InvalidTransition as exc:
+        if request.htmx:
+            return render_run(request, run, fragment=True, error=str(exc), status=409)
+        messages.error(request, str(exc))
+        return redirect("run_detail", run_id=run.pk)
+    done = f"Step '{step_id}' runs again" + (", and the steps after it." if downstream else ".")
+    if request.htmx:
+        return render_run(request, run, fragment=True, notice=done)
+    messages.success(request, done)
+    return redirect("run_detail", run_id=run.pk)
+
+
+@login_required
+@require_POST
+def run_fork_view(request: HttpRequest, run_id: int, step_id: str) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    try:
+        fork = run_fork(run_id=run.pk, step_id=step_id, user=request.user)
+    except InvalidTransition as exc:
+        if request.htmx:
+            return render_run(request, run, fragment=True, error=str(exc), status=409)
+        messages.error(request, str(exc))
+        return redirect("run_detail", run_id=run.pk)
+    messages.success(
+        request,
+        f"Run {fork.pk} is a fork of run {run.pk} from step '{step_id}': the steps before it are "
+        "reused. Check the plan and approve it to run the rest.",
+    )
+    url = reverse("run_detail", args=[fork.pk])
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)

@@ -1,0 +1,78 @@
+"""In the browser, once a run is done: retry its last step with another instruction (the steps
+after it run again and the deliverable follows), then fork a new run from a middle step, run it
+and compare the two."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from planner_ui.models import Run
+
+from .flows import login, submit_task
+
+pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+
+TASK = (
+    "Research the history of tea, then research the history of coffee, then research the "
+    "history of mate, then write a short summary"
+)
+
+
+def test_retry_a_step_then_fork_from_another_and_compare(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("alice", "pw-for-tests-1")
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    submit_task(page, TASK)
+    page.click("#approve-plan")
+    expect(page.locator("#result")).to_be_visible(timeout=60_000)
+    run = Run.objects.get()
+
+    card = page.locator("#step-write-short-summary")
+    card.locator("summary", has_text="Retry or fork").click()
+    card.get_by_label("Instruction for the retry").fill("Write a haiku about the history of mate.")
+    card.get_by_role("button", name="Retry this step").click()
+    expect(page.locator(".notice").first).to_contain_text("runs again, and the steps after it")
+    expect(page.locator("#event-log")).to_contain_text(
+        "run again by alice with an edited instruction"
+    )
+    expect(card).to_have_attribute("data-status", "succeeded", timeout=60_000)
+    expect(card.locator(".step-output")).to_contain_text(re.compile("haiku", re.I))
+    expect(page.locator("#step-synthesis")).to_have_attribute(
+        "data-status", "succeeded", timeout=60_000
+    )
+    run.refresh_from_db()
+    assert run.status == "succeeded"
+    assert "haiku" in run.steps.get(step_id="write-short-summary").output.lower()
+    # The steps before it were not run again.
+    assert run.steps.get(step_id="research-history-tea").retries == 0
+
+    mate = page.locator("#step-research-history-mate")
+    mate.locator("summary", has_text="Retry or fork").click()
+    mate.get_by_role("button", name="Fork from here").click()
+    expect(page.locator("#forked-from")).to_contain_text(f"Fork of run {run.pk}")
+    fork = Run.objects.get(forked_from=run)
+    assert page.url.endswith(f"/runs/{fork.pk}/")
+    expect(page.locator(".reused-badge")).to_have_count(2)
+    expect(page.locator("#step-research-history-tea .locked-reason")).to_contain_text(
+        f"reused from run {run.pk}"
+    )
+    page.click("#approve-plan")
+    expect(page.locator("#result")).to_be_visible(timeout=60_000)
+    fork.refresh_from_db()
+    assert fork.status == "succeeded"
+    assert fork.steps.get(step_id="research-history-tea").output == (
+        run.steps.get(step_id="research-history-tea").output
+    )
+
+    page.click("#compare-fork-link")
+    expect(page.locator("#compare > h1")).to_have_text(f"Run {run.pk} beside run {fork.pk}")
+    steps_row = page.locator("#compare-table tr[data-row='steps']")
+    expect(steps_row).to_contain_text("(2 reused)")
+    # The fork paid only for what it ran: fewer model calls than the original's first run.
+    calls = page.locator("#compare-table tr[data-row='calls'] td")
+    assert int(calls.nth(1).inner_text()) < int(calls.nth(0).inner_text())
+    assert page.js_errors == []
