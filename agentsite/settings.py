@@ -28,7 +28,9 @@ def _env_bool(name: str, default: bool = False) -> bool:
 
 # The embedded default runs on one machine with an embedded Redis; naming a Redis server
 # (REDIS_URL) means machines share it, and then they must share everything a login depends on.
-EMBEDDED = not os.environ.get("REDIS_URL")
+# The launcher hands its own processes the embedded Redis's socket in REDIS_URL: still embedded.
+EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
+EMBEDDED = os.environ.get("REDIS_URL", "") in ("", f"unix://{EMBEDDED_REDIS_SOCKET}")
 
 
 def _secret_key() -> str:
@@ -156,7 +158,6 @@ STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns when it is missing; it serv
 WHITENOISE_USE_FINDERS = True
 
 # --- Redis: Celery broker and the Channels layer -------------------------------------------
-EMBEDDED_REDIS_SOCKET = VAR_DIR / "redis.sock"
 REDIS_URL = os.environ.get("REDIS_URL") or f"unix://{EMBEDDED_REDIS_SOCKET}"
 REDIS_IS_EMBEDDED = EMBEDDED
 

@@ -1,0 +1,110 @@
+"""`make run` as a new user runs it: the launcher with nothing in the environment (no secret
+key, no Redis, no database, no API key) starts everything, the printed login works, and a task
+submitted through the form runs to its deliverable."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentsite.embedded import free_port
+
+pytestmark = pytest.mark.stack
+
+REPO = Path(__file__).resolve().parents[2]
+# What a developer's shell may hold and a new user's does not (or must not matter).
+DROPPED = ("DJANGO_", "AGENTSITE_", "REDIS_URL", "DATABASE_URL", "CELERY_", "ANTHROPIC_", "OPENAI_")
+
+
+@pytest.fixture
+def launched() -> Iterator[tuple[str, Path, str, subprocess.Popen]]:
+    with tempfile.TemporaryDirectory(prefix="run-", dir="/tmp") as folder:
+        var_dir = Path(folder)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(DROPPED)}
+        # Only the folder (a short path, for the unix socket), and no real model even so.
+        env.update(AGENTSITE_VAR_DIR=str(var_dir), AGENTSITE_ALLOW_MODEL_REQUESTS="false")
+        port = free_port()
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "agentsite.launcher", "--port", str(port)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            seen = []
+            for line in launcher.stdout:
+                seen.append(line)
+                if "Log in as" in line and "http" in "".join(seen):
+                    break
+                if line.startswith("Stopped") or launcher.poll() is not None:
+                    break
+            yield f"http://127.0.0.1:{port}", var_dir, "".join(seen), launcher
+        finally:
+            os.killpg(launcher.pid, signal.SIGTERM)
+            try:
+                launcher.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(launcher.pid, signal.SIGKILL)
+
+
+def _wait_ready(base: str, launcher: subprocess.Popen) -> dict:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        assert launcher.poll() is None, "the launcher stopped"
+        try:
+            with urllib.request.urlopen(base + "/readyz", timeout=5) as response:
+                return json.loads(response.read())
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError("/readyz never answered 200")
+
+
+def test_make_run_starts_on_a_bare_environment_and_runs_a_task(launched) -> None:
+    base, var_dir, printed, launcher = launched
+    login = re.search(r"Log in as (\S+) / (\S+)", printed)
+    assert login, printed
+    ready = _wait_ready(base, launcher)
+    assert all(check["ok"] for check in ready["checks"].values()), ready
+    # The embedded default made its own secret key and database, in its own folder.
+    assert (var_dir / "secret_key").exists() and (var_dir / "agentsite.sqlite3").exists()
+
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+
+    def csrf() -> str:
+        return next(c.value for c in jar if c.name == "csrftoken")
+
+    def post(path: str, fields: dict[str, str]):
+        data = urllib.parse.urlencode({**fields, "csrfmiddlewaretoken": csrf()}).encode()
+        request = urllib.request.Request(base + path, data, headers={"Referer": base + path})
+        return browser.open(request, timeout=30)
+
+    browser.open(base + "/accounts/login/", timeout=30).read()
+    post("/accounts/login/", {"username": login.group(1), "password": login.group(2)})
+    answer = post("/runs/new/", {"task": "Compute 1500 * 0.2 + 75", "auto_approve": "on"})
+    run_path = urllib.parse.urlsplit(answer.geturl()).path
+    assert re.fullmatch(r"/runs/\d+/", run_path), answer.geturl()
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        report = json.loads(browser.open(base + run_path + "report.json", timeout=30).read())
+        if report["status"] in ("succeeded", "failed", "cancelled"):
+            break
+        time.sleep(0.5)
+    assert report["status"] == "succeeded", report
+    assert "375" in report["result"]
