@@ -258,6 +258,17 @@ def plan_editable(run: Run) -> bool:
     return run.status == RunStatus.RUNNING and not run.replanning
 
 
+# Why a started step is locked, in the words a person reads on its card.
+_STARTED = {
+    StepStatus.QUEUED: "it is queued to run",
+    StepStatus.RUNNING: "it is running",
+    StepStatus.WAITING: "it waits for a person",
+    StepStatus.SUCCEEDED: "it has run",
+    StepStatus.FAILED: "it has run and failed",
+    StepStatus.SKIPPED: "it was skipped",
+}
+
+
 def going_back(run: Run) -> bool:
     """Whether the page offers to retry steps and fork from them: once the run has started,
     unless it was cancelled, is a single-agent baseline or waits for a re-plan."""
@@ -288,7 +299,7 @@ def _cards_context(run: Run, steps: list[Step]) -> dict[str, Any]:
             step.locked_reason = (
                 f"its output was reused from run {step.reused_from_id}"
                 if step.reused_from_id
-                else f"it is {step.get_status_display()}; only steps that have not started change"
+                else f"{_STARTED[step.status]}; only steps that have not started change"
             )
         step.retryable = again and step.status in FINISHED_STEP_STATUSES
         step.forkable = (
