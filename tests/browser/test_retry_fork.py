@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from planner_ui.models import Run
+from tests.conftest import wait_until
 
 from .flows import login, submit_task
 
@@ -39,11 +40,16 @@ def test_retry_a_step_then_fork_from_another_and_compare(
     expect(page.locator("#event-log")).to_contain_text(
         "run again by alice with an edited instruction"
     )
-    expect(card).to_have_attribute("data-status", "succeeded", timeout=60_000)
-    expect(card.locator(".step-output")).to_contain_text(re.compile("haiku", re.I))
-    expect(page.locator("#step-synthesis")).to_have_attribute(
-        "data-status", "succeeded", timeout=60_000
-    )
+
+    def retried_and_done():
+        steps = {s.step_id: s for s in Run.objects.get(pk=run.pk).steps.all()}
+        again = (steps["write-short-summary"], steps["synthesis"])
+        return all(s.retries == 1 and s.status == "succeeded" for s in again)
+
+    wait_until(retried_and_done, timeout=60, what="the retried steps to finish")
+    # The page followed live: the card shows the new output.
+    expect(card.locator(".step-output")).to_contain_text(re.compile("haiku", re.I), timeout=30_000)
+    expect(card).to_have_attribute("data-status", "succeeded")
     run.refresh_from_db()
     assert run.status == "succeeded"
     assert "haiku" in run.steps.get(step_id="write-short-summary").output.lower()
