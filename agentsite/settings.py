@@ -82,6 +82,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    # The API's interactive docs page, served from this site's own static files.
+    "ninja",
     "planner_ui",
 ]
 
@@ -265,6 +267,8 @@ AGENTSITE_DEFAULT_BUDGET_USD = os.environ.get("AGENTSITE_DEFAULT_BUDGET_USD") or
 
 # --- Runs and tools -----------------------------------------------------------------------
 AGENTSITE_MAX_TASK_CHARS = 10_000
+# Requests per personal API token and minute, counted in Redis across every web server.
+AGENTSITE_API_RATE_PER_MINUTE = int(os.environ.get("AGENTSITE_API_RATE_PER_MINUTE") or 120)
 # A worker refreshes the heartbeat of what it runs every AGENTSITE_HEARTBEAT_S (a quarter of the
 # lease by default). A running step whose heartbeat is older than the lease has lost its worker:
 # the sweep, every AGENTSITE_SWEEP_S, hands it to another, so a dead worker's step is taken over

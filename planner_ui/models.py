@@ -500,3 +500,24 @@ class RunFile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.path} of run {self.run_id}"
+
+
+class ApiToken(models.Model):
+    """A personal token for the JSON API. Only its SHA-256 is kept: the token itself is shown
+    once, when it is made. `prefix` (its first characters) lets a person tell tokens apart."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name}) of {self.user_id}"

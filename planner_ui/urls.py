@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import approvals, files, plans, report, retries, runs
+from .views import approvals, files, plans, report, retries, runs, tokens
 
 urlpatterns = [
     path("", runs.home, name="home"),
@@ -28,6 +28,12 @@ urlpatterns = [
     path("runs/<int:run_id>/replan/", approvals.replan_decide_view, name="replan_decide"),
     path("runs/<int:run_id>/baseline/", approvals.run_baseline_view, name="run_baseline"),
     path("runs/<int:run_id>/compare/", approvals.run_compare, name="run_compare"),
+    path("settings/api-tokens/", tokens.api_tokens, name="api_tokens"),
+    path(
+        "settings/api-tokens/<int:token_id>/revoke/",
+        tokens.api_token_revoke,
+        name="api_token_revoke",
+    ),
     path("approvals/", approvals.approvals_inbox, name="approvals_inbox"),
     path("approvals/count/", approvals.approvals_count, name="approvals_count"),
     path("approvals/decide/", approvals.approvals_decide_many, name="approvals_decide_many"),

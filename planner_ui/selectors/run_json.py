@@ -11,9 +11,15 @@ def run_json(run: Run) -> dict[str, Any]:
     def iso(value: Any) -> str | None:
         return value.isoformat() if value else None
 
+    current = run.plan_versions.order_by("-number").values_list("number", flat=True).first()
     return {
         "run_id": run.pk,
+        "task": run.task,
         "status": run.status,
+        "created_at": iso(run.created_at),
+        "paused": run.paused_at is not None,
+        "plan_version": current,
+        "forked_from": run.forked_from_id,
         "error": run.error,
         "planner_model": run.planner_model,
         "executor_model": run.executor_model,

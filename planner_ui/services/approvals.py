@@ -28,6 +28,11 @@ class ApprovalRefused(AgentError):
     """A decision could not be taken; the message says why (already decided, bad arguments)."""
 
 
+class ArgumentsRefused(ApprovalRefused):
+    """The edited arguments of an approval were refused (too long, not JSON, or not what the
+    tool takes); nothing was decided."""
+
+
 def approval_find(run_id: int, step_id: str, call_key: str) -> Approval | None:
     return Approval.objects.filter(run_id=run_id, step_id=step_id, call_key=call_key).first()
 
@@ -136,18 +141,18 @@ def approval_decide(
 
 def _edited_arguments(tool: Tool, text: str) -> dict[str, Any]:
     if len(text) > MAX_ARGUMENTS_CHARS:
-        raise ApprovalRefused(
+        raise ArgumentsRefused(
             f"The edited arguments are {len(text)} characters long; at most "
             f"{MAX_ARGUMENTS_CHARS} are allowed."
         )
     try:
         arguments = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ApprovalRefused(f"The edited arguments are not valid JSON: {exc}") from exc
+        raise ArgumentsRefused(f"The edited arguments are not valid JSON: {exc}") from exc
     try:
         tool.parse(arguments)
     except ToolError as exc:
-        raise ApprovalRefused(f"The edited arguments were refused: {exc}") from exc
+        raise ArgumentsRefused(f"The edited arguments were refused: {exc}") from exc
     return arguments
 
 

@@ -29,7 +29,12 @@ log = logging.getLogger(__name__)
 
 
 class RunInputError(AgentError):
-    """A person's input for a run was refused; the message says why."""
+    """A person's input for a run was refused; the message says why and `field` names the
+    option it is about (the form and the API point at it)."""
+
+    def __init__(self, message: str, *, field: str = "") -> None:
+        self.field = field
+        super().__init__(message)
 
 
 def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
@@ -45,30 +50,34 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
     task = options.task.strip()
     budget_tokens, budget_usd = options.budget_tokens, options.budget_usd
     if not task:
-        raise RunInputError("Describe the task: it is empty.")
+        raise RunInputError("Describe the task: it is empty.", field="task")
     limit = settings.AGENTSITE_MAX_TASK_CHARS
     if len(task) > limit:
         raise RunInputError(
-            f"The task is {len(task)} characters long; at most {limit} are allowed."
+            f"The task is {len(task)} characters long; at most {limit} are allowed.",
+            field="task",
         )
     if budget_tokens is not None and budget_tokens <= 0:
-        raise RunInputError("A token budget must be a positive number of tokens.")
+        raise RunInputError(
+            "A token budget must be a positive number of tokens.", field="budget_tokens"
+        )
     if budget_usd is not None and budget_usd <= 0:
-        raise RunInputError("A budget in USD must be more than 0.")
+        raise RunInputError("A budget in USD must be more than 0.", field="budget_usd")
     try:
         table = routes_for_run(options.routes)
     except RouteError as exc:
-        raise RunInputError(str(exc)) from exc
+        raise RunInputError(str(exc), field="routes") from exc
     policy = _policy(options.tool_policy, options.auto_tools)
     replan_mode = options.replan_mode or settings.AGENTSITE_REPLAN_MODE
     if replan_mode not in Run.Replan.values:
         raise RunInputError(
-            f"Unknown re-planning setting {replan_mode!r}; use {', '.join(Run.Replan.values)}."
+            f"Unknown re-planning setting {replan_mode!r}; use {', '.join(Run.Replan.values)}.",
+            field="replan_mode",
         )
     max_replans = options.max_replans
     max_replans = settings.AGENTSITE_MAX_REPLANS if max_replans is None else max_replans
     if not 0 <= max_replans <= 10:
-        raise RunInputError("Re-plans per run must be between 0 and 10.")
+        raise RunInputError("Re-plans per run must be between 0 and 10.", field="max_replans")
     with transaction.atomic():
         run = Run.objects.create(
             owner=owner,
@@ -94,17 +103,20 @@ def _policy(mode: str, auto_tools: Sequence[str]) -> ToolPolicy:
     except ValueError:
         modes = ", ".join(PolicyMode)
         raise RunInputError(
-            f"Unknown policy {mode!r} for irreversible calls; use {modes}."
+            f"Unknown policy {mode!r} for irreversible calls; use {modes}.", field="tool_policy"
         ) from None
     gated = {name for name, tool in REGISTRY.items() if tool.irreversible}
     unknown = sorted(set(policy.auto_tools) - gated)
     if unknown:
         raise RunInputError(
             f"Only irreversible tools need auto-approval, and {', '.join(unknown)} is not one; "
-            f"the irreversible tools are {', '.join(sorted(gated))}."
+            f"the irreversible tools are {', '.join(sorted(gated))}.",
+            field="auto_tools",
         )
     if policy.mode is PolicyMode.AUTO and not policy.auto_tools:
-        raise RunInputError("Choose the tools to run without asking, or ask for every call.")
+        raise RunInputError(
+            "Choose the tools to run without asking, or ask for every call.", field="auto_tools"
+        )
     return policy
 
 

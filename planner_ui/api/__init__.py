@@ -1,0 +1,81 @@
+"""The JSON API, /api/v1/: everything the pages do, for scripts and other programs.
+
+django-ninja rather than Django REST Framework: the plan, the run options and the edits are
+pydantic models already, and ninja takes them as they are, validates with them (a 422 names
+the field) and makes the OpenAPI document and its docs page from them; one way to describe
+data, not two. Every endpoint reads request.user (the token's owner) through the same
+selectors as the pages, so another user's run is a 404 here as there."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI
+
+from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
+from planner_ui.models import Run
+from planner_ui.services.approvals import ApprovalRefused, ArgumentsRefused
+from planner_ui.services.runs import RunInputError
+
+from . import approvals, plans, runs
+from .auth import TokenAuth, TokenRateThrottle
+
+api = NinjaAPI(
+    title="agentsite API",
+    version="1",
+    description=(
+        "Plan, steer and follow planner-executor runs. Authenticate with a personal token "
+        "(made on the site's API tokens page) as `Authorization: Bearer <token>`. Live events "
+        "come over the WebSocket /ws/runs/{run_id}/?after=<seq>, in the shape of /events."
+    ),
+    urls_namespace="api-v1",
+    auth=TokenAuth(),
+    throttle=TokenRateThrottle(),
+)
+api.add_router("", runs.router)
+api.add_router("", plans.router)
+api.add_router("", approvals.router)
+
+
+def _error(request: HttpRequest, status: int, detail: object, **extra: object) -> HttpResponse:
+    return api.create_response(request, {"detail": detail, **extra}, status=status)
+
+
+@api.exception_handler(PlanConflict)
+def _stale(request: HttpRequest, exc: PlanConflict) -> HttpResponse:
+    run_id = request.resolver_match.kwargs.get("run_id") if request.resolver_match else None
+    current = (
+        Run.objects.get(pk=run_id).plan_versions.order_by("-number").first() if run_id else None
+    )
+    plan = plans.version_out(current.run, current) if current else None
+    return _error(request, 409, str(exc), current_version=exc.current, current_plan=plan)
+
+
+@api.exception_handler(InvalidTransition)
+@api.exception_handler(ApprovalRefused)
+def _refused(request: HttpRequest, exc: Exception) -> HttpResponse:
+    return _error(request, 409, str(exc))
+
+
+@api.exception_handler(PlanValidationError)
+def _invalid_plan(request: HttpRequest, exc: PlanValidationError) -> HttpResponse:
+    # In the shape of a validation error: one entry per problem the plan checks found.
+    field = "edit" if request.path.endswith("/edits") else "plan"
+    problems = [{"loc": ["body", field], "msg": error, "type": "plan"} for error in exc.errors]
+    return _error(request, 422, problems)
+
+
+@api.exception_handler(ArgumentsRefused)
+def _bad_arguments(request: HttpRequest, exc: ArgumentsRefused) -> HttpResponse:
+    loc = ["body", "payload", "arguments"]
+    return _error(request, 422, [{"loc": loc, "msg": str(exc), "type": "value_error"}])
+
+
+@api.exception_handler(RunInputError)
+def _bad_options(request: HttpRequest, exc: RunInputError) -> HttpResponse:
+    loc = ["body", "payload", exc.field] if exc.field else ["body", "payload"]
+    return _error(request, 422, [{"loc": loc, "msg": str(exc), "type": "value_error"}])
+
+
+@api.exception_handler(Run.DoesNotExist)
+def _missing(request: HttpRequest, exc: Exception) -> HttpResponse:
+    return _error(request, 404, "Not Found")
