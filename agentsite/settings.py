@@ -267,6 +267,8 @@ AGENTSITE_DEFAULT_BUDGET_USD = os.environ.get("AGENTSITE_DEFAULT_BUDGET_USD") or
 
 # --- Runs and tools -----------------------------------------------------------------------
 AGENTSITE_MAX_TASK_CHARS = 10_000
+# How long an MCP server may take to start and answer one call (or list its tools).
+AGENTSITE_MCP_TIMEOUT_S = float(os.environ.get("AGENTSITE_MCP_TIMEOUT_S") or 30)
 # Requests per personal API token and minute, counted in Redis across every web server.
 AGENTSITE_API_RATE_PER_MINUTE = int(os.environ.get("AGENTSITE_API_RATE_PER_MINUTE") or 120)
 # A worker refreshes the heartbeat of what it runs every AGENTSITE_HEARTBEAT_S (a quarter of the

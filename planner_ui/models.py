@@ -521,3 +521,78 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name}) of {self.user_id}"
+
+
+class McpServer(models.Model):
+    """An MCP server whose tools runs may be granted. With no owner it is for everyone (an
+    admin registered it); otherwise for its owner's runs only. A stdio command runs on every
+    worker machine, so only staff register those; anyone may register a URL, which the tools'
+    address policy checks like any other."""
+
+    class Transport(models.TextChoices):
+        STDIO = "stdio", "a command (stdio)"
+        HTTP = "http", "a URL (streamable HTTP)"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="mcp_servers",
+    )
+    name = models.SlugField(max_length=30)
+    transport = models.CharField(max_length=8, choices=Transport.choices)
+    command = models.JSONField(default=list, blank=True)  # argv
+    url = models.URLField(max_length=500, blank=True)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+    # What the last check found wrong with the server itself (it did not start, ...).
+    problem = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="mcp_server_name_per_owner"),
+            models.UniqueConstraint(
+                fields=["name"],
+                condition=models.Q(owner__isnull=True),
+                name="mcp_server_name_shared",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"MCP server {self.name}"
+
+
+class McpServerTool(models.Model):
+    """One tool of a registered server as it was pinned: its description and schema, and the
+    effect a person gave it (an unknown tool is `execute`: it asks before every call). When
+    the server later lists it differently, the change waits in `pending_*` and the tool is not
+    offered until a person accepts it."""
+
+    class State(models.TextChoices):
+        ACTIVE = "active", "offered"
+        CHANGED = "changed", "changed by its server: not offered until accepted"
+        NEW = "new", "new on its server: not offered until accepted"
+        GONE = "gone", "no longer listed by its server"
+
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=120)
+    description = models.TextField(blank=True)
+    input_schema = models.JSONField(default=dict)
+    digest = models.CharField(max_length=64)
+    effect = models.CharField(max_length=16, choices=_choices(Effect), default=Effect.EXECUTE)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.ACTIVE)
+    pending_description = models.TextField(blank=True)
+    pending_schema = models.JSONField(null=True, blank=True)
+    pending_digest = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["server", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "name"], name="mcp_tool_once_per_server")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server.name}/{self.name} ({self.state})"

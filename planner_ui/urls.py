@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import approvals, files, plans, report, retries, runs, tokens
+from .views import approvals, files, mcp, plans, report, retries, runs, tokens
 
 urlpatterns = [
     path("", runs.home, name="home"),
@@ -29,6 +29,10 @@ urlpatterns = [
     path("runs/<int:run_id>/baseline/", approvals.run_baseline_view, name="run_baseline"),
     path("runs/<int:run_id>/compare/", approvals.run_compare, name="run_compare"),
     path("settings/api-tokens/", tokens.api_tokens, name="api_tokens"),
+    path("settings/mcp/", mcp.mcp_servers, name="mcp_servers"),
+    path("settings/mcp/new/", mcp.mcp_server_new, name="mcp_server_new"),
+    path("settings/mcp/<int:server_id>/check/", mcp.mcp_server_check_view, name="mcp_server_check"),
+    path("settings/mcp/tools/<int:tool_id>/", mcp.mcp_tool_update, name="mcp_tool_update"),
     path(
         "settings/api-tokens/<int:token_id>/revoke/",
         tokens.api_token_revoke,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from planner_ui.core.errors import StepFailed, ToolError
+from planner_ui.core.errors import StepFailed, ToolError, ToolUnavailable
 from planner_ui.core.messages import ModelRequest, ToolCall, ToolResult, Usage
 from planner_ui.providers.base import Provider
 from planner_ui.tools import REGISTRY, Tool, ToolContext
@@ -98,6 +98,7 @@ def run_step(
     run_tool: ToolRunner | None = None,
     checkpoint: Checkpoint | None = None,
     save: Callable[[Checkpoint], None] | None = None,
+    tools: Mapping[str, Tool] | None = None,
 ) -> StepOutcome:
     """Run one step to its final answer; raise StepFailed with the reason otherwise.
 
@@ -106,7 +107,8 @@ def run_step(
     With `checkpoint` the loop carries on from a saved state; `save` receives the state after
     every model reply and tool result. StepPaused means a call waits for a person.
     """
-    granted = {name: REGISTRY[name] for name in step.tools if name in REGISTRY}
+    available = REGISTRY if tools is None else tools
+    granted = {name: available[name] for name in step.tools if name in available}
     perform = run_tool or _refusing_irreversible(tool_ctx)
     state = checkpoint or Checkpoint(
         messages=[{"role": "user", "content": executor_message(step.instruction, context)}]
@@ -213,5 +215,7 @@ def call_tool(tool: Tool, arguments: Any, ctx: ToolContext) -> tuple[str, bool]:
         return tool.call(arguments, ctx), False
     except ToolError as exc:
         return str(exc), True
+    except ToolUnavailable:
+        raise  # the tool's server cannot be reached: the step fails, saying why
     except Exception as exc:  # a tool's own bug must not crash the step
         return f"{tool.name} failed: {type(exc).__name__}: {exc}", True

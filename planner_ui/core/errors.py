@@ -49,6 +49,22 @@ class MissingRunFile(StepFailed):
     the run wrote: it cannot do its work, and the run must not carry on as if it had."""
 
 
+class ToolUnavailable(StepFailed):
+    """A tool's server could not be used (it did not start, went away or did not answer): the
+    step fails with the reason. `sent` says whether the request may have reached it."""
+
+    def __init__(self, message: str, *, sent: bool = False) -> None:
+        self.sent = sent
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple:
+        return (_unavailable, (str(self), self.sent))
+
+
+def _unavailable(message: str, sent: bool) -> ToolUnavailable:
+    return ToolUnavailable(message, sent=sent)
+
+
 class RunStopped(AgentError):
     """The run stopped (budget spent, cancelled, failed elsewhere): no further model call."""
 

@@ -10,9 +10,9 @@ from planner_ui.core.events import EventType
 from planner_ui.core.plan import Plan
 from planner_ui.core.replan import changed_steps
 from planner_ui.models import Run, RunEvent
-from planner_ui.tools import REGISTRY
 
 from .estimate import critical_step_ids
+from .tools import tools_for_run
 
 
 def run_list_for_user(user: AbstractBaseUser) -> QuerySet[Run]:
@@ -53,6 +53,7 @@ def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
     path = critical_step_ids(steps)
     revised = _revised_by_replanner(run)
     on_path, critical_edges = set(path), set(zip(path, path[1:], strict=False))
+    tools = tools_for_run(run)
     return {
         "nodes": [
             {
@@ -62,9 +63,7 @@ def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
                 "tools": s.tools,
                 # The irreversible ones, by effect: the graph marks the steps that hold them.
                 "effects": {
-                    t: str(REGISTRY[t].effect)
-                    for t in s.tools
-                    if t in REGISTRY and REGISTRY[t].irreversible
+                    t: str(tools[t].effect) for t in s.tools if t in tools and tools[t].irreversible
                 },
                 "status": s.status,
                 # On the chain with the most model calls one after another (core.estimate).

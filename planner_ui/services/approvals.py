@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from planner_ui.core.errors import AgentError, ToolError
 from planner_ui.models import Approval
+from planner_ui.selectors.tools import tools_for_run
 from planner_ui.tools import Tool, get_tool
 
 from .events import event_append, owner_notify
@@ -105,7 +106,8 @@ def approval_decide(
         )
     arguments = None
     if approve and arguments_json is not None and arguments_json.strip():
-        arguments = _edited_arguments(get_tool(approval.tool), arguments_json)
+        tool = tools_for_run(approval.run).get(approval.tool) or get_tool(approval.tool)
+        arguments = _edited_arguments(tool, arguments_json)
     reason = reason.strip()[:2000]
     with transaction.atomic():
         decided = Approval.objects.filter(pk=approval.pk, state=Approval.State.PENDING).update(

@@ -12,7 +12,7 @@ from django.utils import timezone
 from planner_ui.agents.prompts import BASELINE_ROLE
 from planner_ui.core.status import RunStatus
 from planner_ui.models import PlanVersion, Run, Step
-from planner_ui.tools import tool_names
+from planner_ui.selectors.tools import tools_for_run
 
 from .events import event_append
 from .scheduler import dispatch_ready
@@ -31,7 +31,7 @@ def baseline_create(run: Run, user: AbstractBaseUser) -> Run:
                 "title": "Do the whole task",
                 "instruction": original.task,
                 "role": BASELINE_ROLE,
-                "tools": tool_names(),
+                "tools": sorted(tools_for_run(original)),
                 "depends_on": [],
             }
         ],
@@ -68,7 +68,7 @@ def baseline_create(run: Run, user: AbstractBaseUser) -> Run:
             title="Do the whole task",
             instruction=original.task,
             role=BASELINE_ROLE,
-            tools=tool_names(),
+            tools=sorted(tools_for_run(original)),
             depends_on=[],
         )
         event_append(baseline.pk, "run.status", {"status": baseline.status})

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from planner_ui.agents.executor import call_tool
 from planner_ui.core.effects import Decision
+from planner_ui.core.errors import ToolUnavailable
 from planner_ui.models import Approval, ToolReceipt
 from planner_ui.tools import Tool, ToolContext
 
@@ -57,7 +58,14 @@ def perform_once(
     )
     if not created:
         return _reuse(receipt)
-    content, is_error = call_tool(tool, arguments, dataclasses.replace(ctx, idempotency_key=key))
+    try:
+        content, is_error = call_tool(
+            tool, arguments, dataclasses.replace(ctx, idempotency_key=key)
+        )
+    except ToolUnavailable as exc:
+        if not exc.sent:  # the server never got the request: nothing happened, say so
+            _close(receipt, str(exc), True)
+        raise
     _close(receipt, content, is_error)
     return content, is_error
 

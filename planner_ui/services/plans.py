@@ -22,7 +22,7 @@ from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.core.validation import parse_plan_json, validate_plan
 from planner_ui.models import PlanVersion, Run, Step
-from planner_ui.tools import tool_names
+from planner_ui.selectors.tools import tools_for_run
 
 from .events import event_append
 from .scheduler import dependencies_count, dispatch_ready
@@ -182,7 +182,7 @@ def plan_edit(*, run_id: int, base_version: int, edit: Edit) -> PlanVersion:
     with transaction.atomic():
         run, current = _lock_for_change(run_id, base_version)
         plan = Plan.model_validate(current.plan)
-        new_plan = apply_edit(plan, edit, known_tools=tool_names())
+        new_plan = apply_edit(plan, edit, known_tools=sorted(tools_for_run(run)))
         return _save_version(
             run, new_plan, PlanVersion.Author.PERSON, describe_edit(edit), current.number + 1
         )
@@ -211,7 +211,7 @@ def plan_import(*, run_id: int, base_version: int, text: str) -> PlanVersion:
         raise PlanValidationError([f"the file is {len(text)} characters; at most 200000"])
     with transaction.atomic():
         run, current = _lock_for_change(run_id, base_version)
-        plan = validate_plan(parse_plan_json(text), known_tools=tool_names())
+        plan = validate_plan(parse_plan_json(text), known_tools=sorted(tools_for_run(run)))
         return _save_version(
             run, plan, PlanVersion.Author.PERSON, "imported from JSON", current.number + 1
         )

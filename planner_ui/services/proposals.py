@@ -9,7 +9,7 @@ from planner_ui.agents.planner import revise_plan
 from planner_ui.core.errors import AgentError, InvalidTransition
 from planner_ui.core.plan import Plan
 from planner_ui.models import PlanProposal, PlanVersion
-from planner_ui.tools import REGISTRY
+from planner_ui.selectors.tools import tools_for_run
 
 from .events import event_append
 from .plans import _lock_for_change, _save_version
@@ -49,7 +49,7 @@ def proposal_make(proposal_id: int) -> None:
         result = revise_plan(
             provider,
             run.task,
-            [tool.spec() for tool in REGISTRY.values()],
+            [tool.spec() for tool in tools_for_run(run).values()],
             Plan.model_validate(current.plan),
             proposal.note,
         )

@@ -22,7 +22,7 @@ from planner_ui.core.replan import gated_changes, merge_revision
 from planner_ui.core.status import KEPT_BY_REPLAN, StepStatus
 from planner_ui.core.validation import validate_plan
 from planner_ui.models import PlanProposal, PlanVersion, Run, Step
-from planner_ui.tools import REGISTRY, tool_names
+from planner_ui.selectors.tools import tools_for_run
 
 from .events import event_append
 from .plans import steps_rematerialize
@@ -47,7 +47,8 @@ def replan_make(run_id: int, failed_step_id: str) -> None:
     done = [
         (s.step_id, s.title, s.output) for s in steps.values() if s.status == StepStatus.SUCCEEDED
     ]
-    specs = [tool.spec() for tool in REGISTRY.values()]
+    tools = tools_for_run(run)
+    specs = [tool.spec() for tool in tools.values()]
     try:
         provider = run_provider(run, "planner")
         message = replan_message(
@@ -57,11 +58,11 @@ def replan_make(run_id: int, failed_step_id: str) -> None:
         if result.plan is None:
             raise PlanValidationError(result.errors)
         merged = merge_revision(current, result.plan, keep)
-        revised = validate_plan(merged.model_dump(), known_tools=tool_names())
+        revised = validate_plan(merged.model_dump(), known_tools=sorted(tools))
     except AgentError as exc:
         _give_up(run_id, failed_step_id, f"re-planning failed: {exc}")
         return
-    irreversible = {name for name, tool in REGISTRY.items() if tool.irreversible}
+    irreversible = {name for name, tool in tools.items() if tool.irreversible}
     gated = gated_changes(current, revised, keep, irreversible)
     failed = steps[failed_step_id]
     note = f"re-planned after step '{failed_step_id}' failed: {failed.error[:300]}"

@@ -18,7 +18,8 @@ from planner_ui.core.routing import RouteError
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
 from planner_ui.models import PlanVersion, Run
-from planner_ui.tools import REGISTRY
+from planner_ui.selectors.tools import tools_for_run, tools_for_user
+from planner_ui.tools import Tool
 
 from .events import event_append
 from .plans import materialize_steps
@@ -67,7 +68,7 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
         table = routes_for_run(options.routes)
     except RouteError as exc:
         raise RunInputError(str(exc), field="routes") from exc
-    policy = _policy(options.tool_policy, options.auto_tools)
+    policy = _policy(options.tool_policy, options.auto_tools, tools_for_user(owner))
     replan_mode = options.replan_mode or settings.AGENTSITE_REPLAN_MODE
     if replan_mode not in Run.Replan.values:
         raise RunInputError(
@@ -97,7 +98,7 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
     return run
 
 
-def _policy(mode: str, auto_tools: Sequence[str]) -> ToolPolicy:
+def _policy(mode: str, auto_tools: Sequence[str], tools: dict[str, Tool]) -> ToolPolicy:
     try:
         policy = ToolPolicy.of(mode, auto_tools)
     except ValueError:
@@ -105,7 +106,7 @@ def _policy(mode: str, auto_tools: Sequence[str]) -> ToolPolicy:
         raise RunInputError(
             f"Unknown policy {mode!r} for irreversible calls; use {modes}.", field="tool_policy"
         ) from None
-    gated = {name for name, tool in REGISTRY.items() if tool.irreversible}
+    gated = {name for name, tool in tools.items() if tool.irreversible}
     unknown = sorted(set(policy.auto_tools) - gated)
     if unknown:
         raise RunInputError(
@@ -127,7 +128,8 @@ def run_plan(run_id: int) -> None:
         return  # a redelivered task: planning already happened
     try:
         provider = run_provider(run, "planner")
-        result = make_plan(provider, run.task, [tool.spec() for tool in REGISTRY.values()])
+        specs = [tool.spec() for tool in tools_for_run(run).values()]
+        result = make_plan(provider, run.task, specs)
     except RunStopped:
         return  # the run failed with the reason already (its budget)
     except AgentError as exc:

@@ -41,12 +41,13 @@ from planner_ui.selectors.runs import (
     tool_calls_by_step,
 )
 from planner_ui.selectors.timeline import run_timeline
+from planner_ui.selectors.tools import tools_for_run
 from planner_ui.selectors.usage import model_suggestions, run_usage
 from planner_ui.selectors.workers import workers_alive
 from planner_ui.services.plans import PlanConflict
 from planner_ui.services.providers import routes_for_run
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
-from planner_ui.tools import REGISTRY, tool_names
+from planner_ui.tools import REGISTRY
 
 RUNS_PER_PAGE = 20
 # A refresh asks for the cards of the steps that changed since the last one; a plan holds at
@@ -314,14 +315,15 @@ def _cards_context(run: Run, steps: list[Step]) -> dict[str, Any]:
             and step.heartbeat_at is not None
             and step.heartbeat_at < lost_before
         )
+    tools = tools_for_run(run)
     return {
         "plan_editable": editable,
         "estimate": run_estimate(run),
         "roles": ROLES,
-        "tool_names": tool_names(),
+        "tool_names": sorted(tools),
         "policies": [p.value for p in DependentsPolicy],
-        "tool_effects": {name: str(tool.effect) for name, tool in REGISTRY.items()},
-        "irreversible_tools": {name for name, tool in REGISTRY.items() if tool.irreversible},
+        "tool_effects": {name: str(tool.effect) for name, tool in tools.items()},
+        "irreversible_tools": {name for name, tool in tools.items() if tool.irreversible},
     }
 
 

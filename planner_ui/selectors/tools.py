@@ -1,0 +1,49 @@
+"""The tools a person's runs may use: the built-in ones and the offered tools of the MCP
+servers they may use (shared ones and their own), by the name a plan grants."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Q
+
+from planner_ui.core.effects import Effect
+from planner_ui.models import McpServer, McpServerTool, Run
+from planner_ui.tools import REGISTRY, Tool
+from planner_ui.tools.mcp import McpEndpoint, McpTool, McpToolInfo, endpoint_env
+
+
+def endpoint_of(server: McpServer) -> McpEndpoint:
+    return McpEndpoint(
+        name=server.name,
+        transport=server.transport,
+        command=tuple(server.command),
+        url=server.url,
+        env=endpoint_env({}),
+        timeout_s=settings.AGENTSITE_MCP_TIMEOUT_S,
+    )
+
+
+def mcp_servers_for_user(user: AbstractBaseUser) -> list[McpServer]:
+    """Shared servers first, then the user's own."""
+    servers = McpServer.objects.filter(Q(owner__isnull=True) | Q(owner_id=user.pk))
+    return sorted(servers.prefetch_related("tools"), key=lambda s: (s.owner_id is not None, s.name))
+
+
+def tools_for_user(user: AbstractBaseUser) -> dict[str, Tool]:
+    tools: dict[str, Tool] = dict(REGISTRY)
+    for server in mcp_servers_for_user(user):
+        if not server.enabled:
+            continue
+        endpoint = endpoint_of(server)
+        for pinned in server.tools.all():
+            if pinned.state != McpServerTool.State.ACTIVE:
+                continue
+            info = McpToolInfo(pinned.name, pinned.description, pinned.input_schema)
+            tool = McpTool(endpoint, info, Effect(pinned.effect))
+            tools.setdefault(tool.name, tool)
+    return tools
+
+
+def tools_for_run(run: Run) -> dict[str, Tool]:
+    return tools_for_user(run.owner)

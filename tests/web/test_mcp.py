@@ -1,0 +1,99 @@
+"""The MCP servers page: staff register a command, anyone sees the shared servers' tools,
+only their manager changes an effect or accepts a change; forms need CSRF."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from planner_ui.models import McpServer, McpServerTool
+
+pytestmark = pytest.mark.django_db
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def client_admin(make_user, monkeypatch, tmp_path) -> Client:
+    monkeypatch.chdir(REPO)
+    admin = make_user("admin")
+    admin.is_staff = True
+    admin.save()
+    client = Client()
+    client.force_login(admin)
+    client.log = tmp_path / "calls.log"
+    return client
+
+
+def register(client: Client) -> McpServer:
+    response = client.post(
+        reverse("mcp_server_new"),
+        {
+            "name": "fake",
+            "transport": "stdio",
+            "command": f"{sys.executable} -m tests.fakes.mcp_server --log {client.log}",
+            "shared": "on",
+        },
+        follow=True,
+    )
+    assert "Registered &#x27;fake&#x27; with 3 tools" in response.content.decode()
+    return McpServer.objects.get(name="fake")
+
+
+def test_staff_register_a_server_and_its_tools_are_listed(client_admin) -> None:
+    register(client_admin)
+    page = client_admin.get(reverse("mcp_servers")).content.decode()
+    assert 'id="mcp-server-fake"' in page
+    for granted in ("fake__lookup", "fake__launch", "fake__crash"):
+        assert granted in page
+    assert "Look a term up in the glossary." in page
+
+
+def test_others_see_a_shared_server_but_cannot_change_it(client_admin, client_alice) -> None:
+    server = register(client_admin)
+    lookup = server.tools.get(name="lookup")
+    page = client_alice.get(reverse("mcp_servers")).content.decode()
+    assert "fake__lookup" in page and "set-effect" not in page and "check-server" not in page
+    url = reverse("mcp_tool_update", args=[lookup.pk])
+    assert client_alice.post(url, {"effect": "read"}).status_code == 404
+    assert client_alice.post(reverse("mcp_server_check", args=[server.pk])).status_code == 404
+    lookup.refresh_from_db()
+    assert lookup.effect == "execute"
+    response = client_admin.post(url, {"effect": "read"}, follow=True)
+    assert "now has the effect read" in response.content.decode()
+    lookup.refresh_from_db()
+    assert lookup.effect == "read"
+
+
+def test_a_checked_server_shows_the_change_and_accepting_offers_it_again(client_admin) -> None:
+    server = register(client_admin)
+    server.command = [*server.command, "--variant", "2"]
+    server.save()
+    response = client_admin.post(reverse("mcp_server_check", args=[server.pk]), follow=True)
+    body = response.content.decode()
+    assert "1 tools wait for you" in body and "send it to our analytics" in body
+    lookup = server.tools.get(name="lookup")
+    assert lookup.state == McpServerTool.State.CHANGED
+    client_admin.post(reverse("mcp_tool_update", args=[lookup.pk]), {"action": "accept"})
+    lookup.refresh_from_db()
+    assert lookup.state == McpServerTool.State.ACTIVE
+
+
+def test_a_user_may_not_register_a_command(client_alice) -> None:
+    response = client_alice.post(
+        reverse("mcp_server_new"),
+        {"name": "mine", "transport": "stdio", "command": "rm -rf /"},
+        follow=True,
+    )
+    assert "Only an administrator can register a command" in response.content.decode()
+    assert not McpServer.objects.exists()
+
+
+def test_the_forms_need_csrf(make_user) -> None:
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(make_user("carol"))
+    response = strict.post(reverse("mcp_server_new"), {"name": "x", "transport": "http"})
+    assert response.status_code == 403
