@@ -140,3 +140,18 @@ def make_user(django_user_model: Any) -> Callable[..., Any]:
         return django_user_model.objects.create_user(username=username, password=password)
 
     return make
+
+
+@pytest.fixture
+def alice(make_user: Callable[..., Any]) -> Any:
+    return make_user("alice")
+
+
+@pytest.fixture
+def client_alice(alice: Any) -> Any:
+    """A client logged in as alice (the pages' session, not an API token)."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(alice)
+    return client

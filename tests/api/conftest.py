@@ -27,15 +27,3 @@ def api_client(make_user) -> Callable[..., Any]:
 
 def post(client: Client, path: str, body: dict | None = None):
     return client.post(path, body or {}, content_type="application/json")
-
-
-@pytest.fixture
-def alice(make_user):
-    return make_user("alice")
-
-
-@pytest.fixture
-def client_alice(alice) -> Client:
-    c = Client()
-    c.force_login(alice)
-    return c
