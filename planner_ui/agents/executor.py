@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from planner_ui.core.errors import StepFailed, ToolError, ToolUnavailable
-from planner_ui.core.messages import ModelRequest, ToolCall, ToolResult, Usage
+from planner_ui.core.messages import ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+from planner_ui.core.prompt_contract import REPORT_FAILURE_TOOL, STEP_FAILED_PATTERN
 from planner_ui.providers.base import Provider
 from planner_ui.tools import REGISTRY, Tool, ToolContext
 
 from .checkpoint import Checkpoint
-from .prompts import STEP_FAILED_MARKER, executor_message, executor_system
+from .prompts import executor_message, executor_system
 
 # The callback receives (event type, payload); services persist and stream it.
 EventSink = Callable[[str, dict[str, Any]], None]
@@ -47,6 +48,28 @@ class StepOutcome:
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
     tool_calls: int = 0
+
+
+# Offered to every step beside its granted tools: the structured way to give up, which a
+# model cannot get subtly wrong the way it can misspell a text marker.
+REPORT_FAILURE_SPEC = ToolSpec(
+    name=REPORT_FAILURE_TOOL,
+    description="Say that this step cannot be completed, and why (a tool error you cannot get "
+    "past, a refused call you cannot work around). The plan is revised around it. Do not call "
+    "it for a partial answer: give that as your reply.",
+    input_schema={
+        "type": "object",
+        "properties": {"reason": {"type": "string", "maxLength": 500}},
+        "required": ["reason"],
+        "additionalProperties": False,
+    },
+)
+
+
+def _reported_failure(call: ToolCall) -> StepFailed:
+    reason = call.arguments.get("reason") if isinstance(call.arguments, dict) else None
+    reason = str(reason or "").strip()[:500] or "no reason given"
+    return StepFailed(f"the executor could not proceed: {reason}")
 
 
 def stop_reason_failure(stop_reason: str, text: str, who: str = "the model") -> str:
@@ -120,6 +143,8 @@ def run_step(
 
     while True:
         for call in state.pending_calls:
+            if call.name == REPORT_FAILURE_TOOL and not call.parse_error:
+                raise _reported_failure(call)
             tool = granted.get(call.name)
             if call.parse_error:
                 content, is_error = f"{call.name} was not run: {call.parse_error}", True
@@ -160,7 +185,7 @@ def run_step(
                 ModelRequest(
                     system=executor_system(step.role),
                     messages=list(state.messages),
-                    tools=[tool.spec() for tool in granted.values()],
+                    tools=[*(tool.spec() for tool in granted.values()), REPORT_FAILURE_SPEC],
                     purpose=f"executor:{step.role}",
                 ),
                 on_text=live.write if live is not None else None,
@@ -178,8 +203,8 @@ def run_step(
             output = reply.text.strip()
             if not output:
                 raise StepFailed("the model finished without any output")
-            if output.startswith(STEP_FAILED_MARKER):
-                reason = output[len(STEP_FAILED_MARKER) :].strip().partition("\n")[0]
+            if marker := STEP_FAILED_PATTERN.match(output):
+                reason = output[marker.end() :].strip().partition("\n")[0]
                 raise StepFailed(f"the executor could not proceed: {reason or 'no reason'}")
             return StepOutcome(output, state.usage, state.model_calls, state.tool_calls)
         state.messages.append(

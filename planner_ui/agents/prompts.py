@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from planner_ui.core.messages import ToolSpec
 from planner_ui.core.plan import MAX_STEPS, ROLES
 from planner_ui.core.prompt_contract import (
+    REPORT_FAILURE_TOOL,
     STEP_FAILED_MARKER,
     Block,
     block,
@@ -54,14 +55,17 @@ EXECUTOR_RULES = (
     "You carry out exactly one step of a larger plan. Use only the tools you are given, "
     "only when they help. When done, reply with the step's result as Markdown, with no "
     "preamble. If you cannot complete the step at all (a tool error you cannot get past, a "
-    "refused call you cannot work around), reply with one line starting with "
-    f"'{STEP_FAILED_MARKER}' and the reason; the plan will be revised around it."
+    f"refused call you cannot work around), call the {REPORT_FAILURE_TOOL} tool with the "
+    f"reason (or, without tools, reply with one line starting with '{STEP_FAILED_MARKER}' "
+    "and the reason); the plan will be revised around it."
 )
 
 SYNTHESIZER_SYSTEM = (
     "You are the synthesizer. Assemble the final deliverable for the user's task from the "
     "outputs of the plan's steps, as well-structured Markdown. Keep the substance; remove "
-    "repetition; do not invent facts the outputs do not contain. " + UNTRUSTED_DATA_RULE
+    "repetition; do not invent facts the outputs do not contain. Write only the deliverable "
+    "itself: not the task, not the step outputs' tags or titles, no preamble. "
+    + UNTRUSTED_DATA_RULE
 )
 
 

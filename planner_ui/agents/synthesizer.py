@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from planner_ui.core.errors import StepFailed
-from planner_ui.core.messages import ModelRequest
+from planner_ui.core.messages import ModelRequest, Usage
+from planner_ui.core.prompt_contract import echoes_scaffolding
 from planner_ui.providers.base import Provider
 
 from .executor import LiveText, StepOutcome, stop_reason_failure
 from .prompts import SYNTHESIZER_SYSTEM, output_block, task_block
+
+MAX_ATTEMPTS = 2
+ECHO_CORRECTION = (
+    "Your reply repeated the request's <task> and <output> tags instead of writing the "
+    "deliverable. Write only the deliverable itself, as Markdown, without any of those tags."
+)
 
 
 def synthesize(
@@ -30,13 +38,31 @@ def synthesize(
         purpose="synthesizer",
         max_tokens=8192,
     )
-    try:
-        reply = provider.complete(request, on_text=live.write if live is not None else None)
-    finally:
-        if live is not None:
-            live.flush()
-    if failure := stop_reason_failure(reply.stop_reason, reply.text, "the synthesizer"):
-        raise StepFailed(failure)
-    if not reply.text.strip():
-        raise StepFailed(f"the synthesizer produced no deliverable ({reply.stop_reason})")
-    return StepOutcome(output=reply.text.strip(), usage=reply.usage, model_calls=1)
+    usage, calls = Usage(), 0
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        try:
+            reply = provider.complete(request, on_text=live.write if live is not None else None)
+        finally:
+            if live is not None:
+                live.flush()
+        usage, calls = usage + reply.usage, calls + 1
+        if failure := stop_reason_failure(reply.stop_reason, reply.text, "the synthesizer"):
+            raise StepFailed(failure)
+        if not reply.text.strip():
+            raise StepFailed(f"the synthesizer produced no deliverable ({reply.stop_reason})")
+        if not echoes_scaffolding(reply.text):
+            return StepOutcome(output=reply.text.strip(), usage=usage, model_calls=calls)
+        if attempt < MAX_ATTEMPTS:
+            # Once more, told what went wrong: the prompt's structure came back, not a deliverable.
+            request = dataclasses.replace(
+                request,
+                messages=[
+                    *request.messages,
+                    {"role": "assistant", "content": reply.text},
+                    {"role": "user", "content": ECHO_CORRECTION},
+                ],
+            )
+    raise StepFailed(
+        "the synthesizer wrote the prompt's <task>/<output> structure back instead of a "
+        "deliverable, twice"
+    )

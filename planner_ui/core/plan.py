@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .schema_bounds import bounded
+
 MAX_STEPS = 60
 MAX_INSTRUCTION_CHARS = 4000
 STEP_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,39}$"
@@ -52,5 +54,14 @@ class Plan(BaseModel):
 
 
 def plan_json_schema() -> dict[str, Any]:
-    """JSON Schema of a plan, for structured output and for the API docs."""
-    return Plan.model_json_schema()
+    """JSON Schema of a plan, for structured output and for the API docs: bounded throughout
+    (core.schema_bounds), with the roles as a choice, so a grammar-constrained model cannot
+    run on or make one up."""
+    schema = Plan.model_json_schema()
+    step = schema["$defs"]["PlanStep"]["properties"]
+    step["role"]["enum"] = list(ROLES)
+    step["tools"].update(maxItems=20, items={"type": "string", "maxLength": 64})
+    step["depends_on"].update(maxItems=MAX_STEPS, items={"type": "string", "maxLength": 40})
+    step["id"]["maxLength"] = 40
+    schema["properties"]["steps"]["maxItems"] = MAX_STEPS
+    return bounded(schema)

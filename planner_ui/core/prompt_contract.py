@@ -27,6 +27,23 @@ class Block(StrEnum):
 
 # A reply whose first line starts with this marks the step failed, so the plan is revised.
 STEP_FAILED_MARKER = "STEP FAILED:"
+# The structured way to say it: a tool every executor is offered, whatever its grants.
+REPORT_FAILURE_TOOL = "report_failure"
+# A reply that starts like the marker in any case, bolded or quoted ("Step failed: …",
+# "**STEP FAILED:** …"): real models do not keep to the exact spelling.
+STEP_FAILED_PATTERN = re.compile(r"^[\s>*_`#]*step\s+failed\s*[*_`]*\s*:[*_`]*\s*", re.IGNORECASE)
+
+
+# Our own wrappers, as a model that echoes its prompt writes them back.
+_SCAFFOLDING = re.compile(
+    r"</?(?:" + "|".join(b.value for b in Block) + r")>|<output step=|</output>", re.IGNORECASE
+)
+
+
+def echoes_scaffolding(text: str) -> bool:
+    """Whether a reply repeats the prompt's own blocks (a small model may hand the prompt
+    back as its answer): real content never holds them, since a block's content is escaped."""
+    return bool(_SCAFFOLDING.search(text))
 
 
 def block(tag: Block, content: str) -> str:

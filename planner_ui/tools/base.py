@@ -13,6 +13,10 @@ from pydantic import BaseModel, ValidationError
 from planner_ui.core.effects import IRREVERSIBLE_EFFECTS, Effect
 from planner_ui.core.errors import ToolError
 from planner_ui.core.messages import ToolSpec
+from planner_ui.core.schema_bounds import bounded
+
+# The longest string argument the schemas sent to models allow (a whole file's content).
+TOOL_MAX_STRING = 100_000
 
 # Sends one plain-text email: (to, subject, body, extra headers). The services provide it, so the
 # tools stay free of any web framework.
@@ -51,7 +55,8 @@ class Tool(ABC):
     irreversible = _DerivedFromEffect()
 
     def spec(self) -> ToolSpec:
-        schema = self.Input.model_json_schema()
+        # Bounded, so a model held to the schema by a grammar cannot run on inside an argument.
+        schema = bounded(self.Input.model_json_schema(), max_string=TOOL_MAX_STRING)
         schema.pop("title", None)
         return ToolSpec(name=self.name, description=self.description, input_schema=schema)
 

@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from planner_ui.agents.executor import MAX_TOOL_RESULT_CHARS, StepSpec, run_step
+from planner_ui.agents.executor import (
+    MAX_TOOL_RESULT_CHARS,
+    REPORT_FAILURE_SPEC,
+    StepSpec,
+    run_step,
+)
 from planner_ui.agents.prompts import executor_system
 from planner_ui.core.errors import StepFailed
 from planner_ui.providers.base import ToolCall, ToolResult, Usage
@@ -142,7 +147,8 @@ def test_a_step_without_tools_says_none_are_granted(tool_ctx: ToolContext) -> No
 
     run(provider, step(), tool_ctx)
 
-    assert provider.requests[0].tools == []
+    # Only the way to give up, which every step has.
+    assert provider.requests[0].tools == [REPORT_FAILURE_SPEC]
     assert provider.requests[1].messages[-1]["results"] == [
         ToolResult("c", "tool 'calculator' is not granted to this step; granted tools: none", True)
     ]
@@ -277,6 +283,7 @@ def test_only_granted_tools_are_offered_in_grant_order(tool_ctx: ToolContext) ->
     assert provider.requests[0].tools == [
         REGISTRY["read_file"].spec(),
         REGISTRY["calculator"].spec(),
+        REPORT_FAILURE_SPEC,
     ]
 
 
@@ -287,7 +294,8 @@ def test_every_request_carries_the_same_tools_and_a_growing_history(tool_ctx: To
     outcome, events = run(provider, step("calculator"), tool_ctx)
 
     assert [len(r.messages) for r in provider.requests] == [1, 3, 5]
-    assert all(r.tools == [REGISTRY["calculator"].spec()] for r in provider.requests)
+    offered = [REGISTRY["calculator"].spec(), REPORT_FAILURE_SPEC]
+    assert all(r.tools == offered for r in provider.requests)
     assert [kind for kind, _ in events] == ["step.tool_call", "step.tool_result"] * 2
     assert outcome.usage == Usage(300, 60)
 
@@ -417,3 +425,34 @@ def test_the_state_is_saved_after_every_reply_and_result(tool_ctx: ToolContext) 
     run(provider, step("calculator"), tool_ctx, save=lambda s: saved.append(s.to_json()))
     # The reply with two calls, its first result, then both results as a turn.
     assert [(len(s["messages"]), len(s["results"])) for s in saved] == [(2, 0), (2, 1), (3, 0)]
+
+
+def test_report_failure_fails_the_step_with_the_reason(tool_ctx: ToolContext) -> None:
+    give_up = ToolCall("f", "report_failure", {"reason": "the API refused every key"})
+    provider = ScriptedProvider([reply("", give_up)])
+
+    with pytest.raises(StepFailed, match="could not proceed: the API refused every key"):
+        run(provider, step("calculator"), tool_ctx)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "STEP FAILED: the file is missing",
+        "Step FAILED: the file is missing",
+        "step failed: the file is missing",
+        "**STEP FAILED:** the file is missing",
+        "> Step Failed : the file is missing\nmore words",
+    ],
+)
+def test_the_text_marker_is_read_in_any_case_and_markup(tool_ctx: ToolContext, text) -> None:
+    provider = ScriptedProvider([reply(text)])
+
+    with pytest.raises(StepFailed, match="could not proceed: the file is missing$"):
+        run(provider, step(), tool_ctx)
+
+
+def test_a_reply_that_only_mentions_failure_is_an_answer(tool_ctx: ToolContext) -> None:
+    text = "The test shows why the step failed: the cache was cold."
+    outcome, _ = run(ScriptedProvider([reply(text)]), step(), tool_ctx)
+    assert outcome.output == text

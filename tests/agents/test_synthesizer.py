@@ -66,3 +66,33 @@ def test_the_deliverable_is_streamed_to_the_live_text_and_flushed() -> None:
     provider = ScriptedProvider([reply("# A is cheaper")])
     synthesize(provider, "Which plan is cheaper?", OUTPUTS, live)
     assert (live.pieces, live.flushes) == (["# A is cheaper"], 1)
+
+
+ECHO = (
+    "<task>\nWhich plan is cheaper?\n</task>\n"
+    '<output step="compare" title="Compare">\nA is 3\n</output>'
+)
+
+
+def test_a_deliverable_that_echoes_the_prompt_is_asked_for_again() -> None:
+    provider = ScriptedProvider([reply(ECHO), reply("# Verdict\nA is cheaper.")])
+
+    outcome = synthesize(provider, "Which plan is cheaper?", OUTPUTS)
+
+    assert outcome.output == "# Verdict\nA is cheaper." and outcome.model_calls == 2
+    second = provider.requests[1].messages
+    assert second[1] == {"role": "assistant", "content": ECHO}
+    assert "without any of those tags" in second[2]["content"]
+
+
+def test_echoing_twice_fails_the_step_saying_so() -> None:
+    provider = ScriptedProvider([reply(ECHO), reply("Sure: <output step='x'>…</output>")])
+
+    with pytest.raises(StepFailed, match="wrote the prompt's <task>/<output> structure back"):
+        synthesize(provider, "Which plan is cheaper?", OUTPUTS)
+
+
+def test_a_deliverable_that_talks_about_tasks_and_outputs_is_fine() -> None:
+    text = "The task was to compare outputs; the output of step A is cheaper. Use <b>bold</b>."
+    outcome = synthesize(ScriptedProvider([reply(text)]), "t", OUTPUTS)
+    assert outcome.output == text and outcome.model_calls == 1

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 
 from planner_ui.core.prompt_contract import (
+    REPORT_FAILURE_TOOL,
     STEP_FAILED_MARKER,
     Block,
     raw_block,
@@ -144,6 +145,9 @@ class OfflineProvider(Provider):
         if used and all(u.is_error for u in used):
             # Every tool it needed failed: nothing to build on, so it says it cannot proceed.
             reasons = "; ".join(u.line() for u in used)
+            if any(spec.name == REPORT_FAILURE_TOOL for spec in request.tools):
+                call = ToolCall("call_failure", REPORT_FAILURE_TOOL, {"reason": reasons[:500]})
+                return self._reply(request, "", [call], "tool_use")
             return self._reply(request, f"{STEP_FAILED_MARKER} {reasons}")
         return self._reply(request, answer(directive, outputs, used))
 
