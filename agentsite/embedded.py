@@ -24,7 +24,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.util import find_spec
 from pathlib import Path
 from typing import IO
@@ -221,6 +221,21 @@ def start_daphne(
         "agentsite.asgi:application",
     ]  # fmt: skip
     return _spawn(command, env=env, log_path=log_path, cwd=cwd)
+
+
+def start_local_model(
+    model: Path,
+    *,
+    port: int,
+    env: dict[str, str] | None = None,
+    log_path: Path | None = None,
+    extra: Sequence[str] = (),
+) -> subprocess.Popen:
+    """Start llama.cpp's server for a GGUF model (agentsite.local_model) on 127.0.0.1:port."""
+    command = [
+        sys.executable, "-m", "agentsite.local_model", str(model), "--port", str(port), *extra,
+    ]  # fmt: skip
+    return _spawn(command, env=env, log_path=log_path)
 
 
 def wait_for_http(url: str, timeout: float = 30.0) -> None:

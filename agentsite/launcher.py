@@ -28,6 +28,7 @@ from agentsite import embedded
 BASE_DIR = embedded.BASE_DIR
 WORKER_START_TIMEOUT_S = 60.0
 HTTP_START_TIMEOUT_S = 60.0
+MODEL_START_TIMEOUT_S = 120.0
 
 
 class LaunchError(Exception):
@@ -58,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         login = _manage(env, "ensure_demo_user")  # not logged: it prints the password
         redis_note = _bring_up_redis(env, socket_path, log_dir, children)
         _say(f"Redis: {redis_note}")
+        if model := env.get("AGENTSITE_LOCAL_MODEL"):
+            note = _bring_up_local_model(Path(model), env, log_dir, children, stop_requested)
+            _say(f"Model: {note}")
 
         daphne = embedded.start_daphne(
             env=env, host=args.host, port=args.port, log_path=log_dir / "daphne.log"
@@ -184,6 +188,37 @@ def _bring_up_redis(
     children.append(Child("redis-server", process, log_path))
     env["REDIS_URL"] = f"unix://{socket_path}"
     return f"embedded, on {socket_path}"
+
+
+def _bring_up_local_model(
+    model: Path,
+    env: dict[str, str],
+    log_dir: Path,
+    children: list[Child],
+    stop_requested: threading.Event,
+) -> str:
+    """Start llama.cpp's server for the model and route every part of a run to it, unless a
+    route of the environment says otherwise; say which."""
+    if not model.is_file():
+        raise LaunchError(f"AGENTSITE_LOCAL_MODEL is {model}, and there is no file there.")
+    port = embedded.free_port()
+    log_path = log_dir / "model.log"
+    process = embedded.start_local_model(model, port=port, env=env, log_path=log_path)
+    children.append(Child("local model", process, log_path))
+    base_url = f"http://127.0.0.1:{port}/v1"
+    _wait_while_alive(
+        lambda timeout: embedded.wait_for_http(base_url + "/models", timeout=timeout),
+        children,
+        stop_requested,
+        MODEL_START_TIMEOUT_S,
+        f"The local model did not answer on {base_url} (see {log_path})",
+    )
+    name = model.stem
+    env.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY="local", OPENAI_MODEL=name)
+    env["AGENTSITE_PROVIDER"] = "openai"
+    for part in ("PLANNER", "EXECUTOR"):
+        env.setdefault(f"AGENTSITE_{part}_MODEL", f"openai:{name}")
+    return f"{model.name}, served by llama.cpp at {base_url}"
 
 
 def _wait_while_alive(

@@ -52,7 +52,7 @@ def make_plan(
             ModelRequest(
                 system=PLANNER_SYSTEM,
                 messages=list(messages),
-                output_schema=plan_json_schema(),
+                output_schema=plan_json_schema(sorted(known)),
                 purpose="planner",
                 max_tokens=8192,
             )

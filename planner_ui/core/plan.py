@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -10,6 +11,10 @@ from .schema_bounds import bounded
 
 MAX_STEPS = 60
 MAX_INSTRUCTION_CHARS = 4000
+# Tighter bounds for what a model writes than for what a person may: with a grammar, a small
+# model fills whatever room the schema leaves it.
+MODEL_MAX_STEPS = 20
+MODEL_MAX_INSTRUCTION_CHARS = 1200
 STEP_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,39}$"
 
 # The executor roles a plan may assign; each has its own system prompt (planner_ui.agents.roles).
@@ -53,15 +58,19 @@ class Plan(BaseModel):
         return {s.id: list(s.depends_on) for s in self.steps}
 
 
-def plan_json_schema() -> dict[str, Any]:
+def plan_json_schema(tool_names: Sequence[str] = ()) -> dict[str, Any]:
     """JSON Schema of a plan, for structured output and for the API docs: bounded throughout
-    (core.schema_bounds), with the roles as a choice, so a grammar-constrained model cannot
-    run on or make one up."""
+    (core.schema_bounds), with the roles (and, given them, the tools) as a choice, so a
+    grammar-constrained model can neither run on nor make one up."""
     schema = Plan.model_json_schema()
     step = schema["$defs"]["PlanStep"]["properties"]
     step["role"]["enum"] = list(ROLES)
-    step["tools"].update(maxItems=20, items={"type": "string", "maxLength": 64})
+    names: dict[str, Any] = {"enum": sorted(tool_names)} if tool_names else {"maxLength": 64}
+    step["tools"].update(maxItems=20, items={"type": "string", **names})
     step["depends_on"].update(maxItems=MAX_STEPS, items={"type": "string", "maxLength": 40})
     step["id"]["maxLength"] = 40
-    schema["properties"]["steps"]["maxItems"] = MAX_STEPS
+    step["title"]["maxLength"] = 80
+    step["instruction"]["maxLength"] = MODEL_MAX_INSTRUCTION_CHARS
+    schema["properties"]["goal"]["maxLength"] = 300
+    schema["properties"]["steps"]["maxItems"] = MODEL_MAX_STEPS
     return bounded(schema)

@@ -56,7 +56,7 @@ def test_the_planner_request() -> None:
     (request,) = provider.requests
     assert request.purpose == "planner"
     assert request.system == PLANNER_SYSTEM
-    assert request.output_schema == plan_json_schema()
+    assert request.output_schema == plan_json_schema(sorted(s.name for s in TOOLS))
     assert request.tools == []  # the planner names tools; it does not call them
     assert request.max_tokens == 8192
     assert request.messages == [
@@ -111,7 +111,10 @@ def test_an_invalid_plan_is_repaired_with_the_errors_and_the_previous_reply() ->
         },
     ]
     # The repair asks for the same structured output, as the planner again.
-    assert (second.purpose, second.output_schema) == ("planner", plan_json_schema())
+    assert (second.purpose, second.output_schema) == (
+        "planner",
+        plan_json_schema(sorted(s.name for s in TOOLS)),
+    )
     # The first request was not changed after the fact by the repair.
     assert len(first.messages) == 1
 
