@@ -257,6 +257,21 @@ def wait_for_http(url: str, timeout: float = 30.0) -> None:
     raise RuntimeError(f"No HTTP answer from {url} within {timeout:g} s (last error: {last_error})")
 
 
+def wait_for_ok(url: str, timeout: float = 30.0) -> None:
+    """Wait until url answers 200: a model server answers 503 while it is still loading."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        try:
+            with opener.open(url, timeout=max(0.1, min(2.0, deadline - time.monotonic()))):
+                return
+        except (OSError, ValueError) as error:  # HTTPError (503 while loading) is an OSError
+            last = error
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer 200 within {timeout:g} s (last: {last})")
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: object, **kwargs: object) -> None:
         return None  # the redirect itself is the answer; urllib then raises HTTPError

@@ -207,7 +207,8 @@ def _bring_up_local_model(
     children.append(Child("local model", process, log_path))
     base_url = f"http://127.0.0.1:{port}/v1"
     _wait_while_alive(
-        lambda timeout: embedded.wait_for_http(base_url + "/models", timeout=timeout),
+        # llama.cpp's /health answers 503 until the model is loaded, then 200.
+        lambda timeout: embedded.wait_for_ok(f"http://127.0.0.1:{port}/health", timeout=timeout),
         children,
         stop_requested,
         MODEL_START_TIMEOUT_S,

@@ -117,6 +117,31 @@ def test_wait_for_http_counts_an_error_status_as_an_answer() -> None:
         server.server_close()
 
 
+def test_wait_for_ok_waits_while_a_model_server_is_loading() -> None:
+    answers = [503, 503, 200]
+
+    class Loading(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status = answers.pop(0) if len(answers) > 1 else answers[0]
+            self.send_response(status)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Loading)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        embedded.wait_for_ok(f"http://127.0.0.1:{server.server_port}/health", timeout=10)
+        assert answers == [200]  # it asked until the 200
+        answers[:] = [503]
+        with pytest.raises(RuntimeError, match="did not answer 200 within 0.5 s"):
+            embedded.wait_for_ok(f"http://127.0.0.1:{server.server_port}/health", timeout=0.5)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_wait_for_http_gives_up_after_its_timeout() -> None:
     url = f"http://127.0.0.1:{embedded.free_port()}/"
 

@@ -41,7 +41,7 @@ def serve(model: Path, *extra: str) -> Iterator[str]:
     process = embedded.start_local_model(model, port=port, log_path=log, extra=extra)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        embedded.wait_for_http(base_url + "/models", timeout=120)
+        embedded.wait_for_ok(f"http://127.0.0.1:{port}/health", timeout=120)
         yield base_url
     finally:
         embedded.stop_processes([process])
