@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -203,7 +204,9 @@ def _bring_up_local_model(
         raise LaunchError(f"AGENTSITE_LOCAL_MODEL is {model}, and there is no file there.")
     port = embedded.free_port()
     log_path = log_dir / "model.log"
-    process = embedded.start_local_model(model, port=port, env=env, log_path=log_path)
+    # e.g. "--ctx 32768 --parallel 4 --seed 7" (python -m agentsite.local_model --help)
+    extra = shlex.split(env.get("AGENTSITE_LOCAL_MODEL_ARGS", ""))
+    process = embedded.start_local_model(model, port=port, env=env, log_path=log_path, extra=extra)
     children.append(Child("local model", process, log_path))
     base_url = f"http://127.0.0.1:{port}/v1"
     _wait_while_alive(
