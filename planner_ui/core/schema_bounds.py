@@ -5,6 +5,7 @@ it hits max_tokens; with a bound, the grammar closes it."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 DEFAULT_MAX_STRING = 4000
@@ -24,46 +25,42 @@ def bounded(
     """A copy of `schema` in which every string has a maxLength and every array a maxItems
     (the ones it has stay)."""
     result = copy.deepcopy(schema)
-    _bound(result, max_string, max_items)
+    for _, node in _subschemas(result):
+        missing = _missing_bounds(node)
+        if "string" in missing:
+            node["maxLength"] = max_string
+        if "array" in missing:
+            node["maxItems"] = max_items
     return result
 
 
-def _bound(node: Any, max_string: int, max_items: int) -> None:
-    if not isinstance(node, dict):
-        return
+def unbounded_places(schema: Any) -> list[str]:
+    """Where a schema lets a string or an array run on: [] when it is bounded throughout."""
+    return [path for path, node in _subschemas(schema) for _ in _missing_bounds(node)]
+
+
+def _missing_bounds(node: dict[str, Any]) -> list[str]:
+    """The kinds ("string", "array") this schema allows without a bound."""
     kinds = node.get("type")
     kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    missing = []
     if "string" in kinds and not {"enum", "const", "maxLength"} & set(node):
-        node["maxLength"] = max_string
+        missing.append("string")
     if "array" in kinds and "maxItems" not in node:
-        node["maxItems"] = max_items
-    for key in _SUBSCHEMA_MAPS:
-        for child in (node.get(key) or {}).values():
-            _bound(child, max_string, max_items)
-    for key in _SUBSCHEMA_LISTS:
-        for child in node.get(key) or []:
-            _bound(child, max_string, max_items)
-    for key in _SUBSCHEMA_ONES:
-        _bound(node.get(key), max_string, max_items)
+        missing.append("array")
+    return missing
 
 
-def unbounded_places(schema: Any, path: str = "$") -> list[str]:
-    """Where a schema lets a string or an array run on: [] when it is bounded throughout."""
-    found: list[str] = []
-    if not isinstance(schema, dict):
-        return found
-    kinds = schema.get("type")
-    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
-    if "string" in kinds and not {"enum", "const", "maxLength"} & set(schema):
-        found.append(path)
-    if "array" in kinds and "maxItems" not in schema:
-        found.append(path)
+def _subschemas(node: Any, path: str = "$") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every schema in `node`, itself first, with where it is."""
+    if not isinstance(node, dict):
+        return
+    yield path, node
     for key in _SUBSCHEMA_MAPS:
-        for name, child in (schema.get(key) or {}).items():
-            found += unbounded_places(child, f"{path}.{key}.{name}")
+        for name, child in (node.get(key) or {}).items():
+            yield from _subschemas(child, f"{path}.{key}.{name}")
     for key in _SUBSCHEMA_LISTS:
-        for n, child in enumerate(schema.get(key) or []):
-            found += unbounded_places(child, f"{path}.{key}[{n}]")
+        for n, child in enumerate(node.get(key) or []):
+            yield from _subschemas(child, f"{path}.{key}[{n}]")
     for key in _SUBSCHEMA_ONES:
-        found += unbounded_places(schema.get(key), f"{path}.{key}")
-    return found
+        yield from _subschemas(node.get(key), f"{path}.{key}")
