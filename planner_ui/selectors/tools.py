@@ -10,7 +10,7 @@ from django.db.models import Q
 from planner_ui.core.effects import Effect
 from planner_ui.models import McpServer, McpServerTool, Run
 from planner_ui.tools import REGISTRY, Tool
-from planner_ui.tools.mcp import McpEndpoint, McpTool, McpToolInfo, endpoint_env
+from planner_ui.tools.mcp import McpEndpoint, McpTool, McpToolInfo
 
 
 def endpoint_of(server: McpServer) -> McpEndpoint:
@@ -19,7 +19,6 @@ def endpoint_of(server: McpServer) -> McpEndpoint:
         transport=server.transport,
         command=tuple(server.command),
         url=server.url,
-        env=endpoint_env({}),
         timeout_s=settings.AGENTSITE_MCP_TIMEOUT_S,
     )
 

@@ -18,7 +18,6 @@ import asyncio
 import concurrent.futures
 import hashlib
 import json
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -46,6 +45,7 @@ class McpEndpoint:
     transport: Literal["stdio", "http"]
     command: tuple[str, ...] = ()
     url: str = ""
+    # Extra variables for a stdio server, over the SDK's own safe few (HOME, PATH, USER, ...).
     env: tuple[tuple[str, str], ...] = ()
     timeout_s: float = DEFAULT_TIMEOUT_S
 
@@ -211,8 +211,3 @@ class McpTool(Tool):
         if is_error:
             raise ToolError(f"{self.name}: {content}")
         return content
-
-
-def endpoint_env(pairs: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    """A server's extra environment, over this process's PATH (a command is found there)."""
-    return tuple(sorted({"PATH": os.environ.get("PATH", ""), **pairs}.items()))
