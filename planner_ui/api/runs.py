@@ -5,7 +5,6 @@ pages, so the two cannot drift apart."""
 from __future__ import annotations
 
 import dataclasses
-from decimal import Decimal
 from typing import Any
 
 from django.http import HttpRequest
@@ -113,20 +112,10 @@ def events(request: HttpRequest, run_id: int, query: Query[EventsQuery]) -> dict
 @router.get("/runs/{run_id}/usage", response=dict[str, Any], summary="Calls, tokens and cost")
 def usage(request: HttpRequest, run_id: int) -> dict[str, Any]:
     run = run_get_for_user(request.user, run_id)
-    return _plain(dataclasses.asdict(run_usage(run)))
+    # Decimals go out as strings, as everywhere in the API (ninja's encoder is Django's).
+    return dataclasses.asdict(run_usage(run))
 
 
 @router.get("/runs/{run_id}/report", response=dict[str, Any], summary="The whole run as JSON")
 def report(request: HttpRequest, run_id: int) -> dict[str, Any]:
     return run_report(run_get_for_user(request.user, run_id))
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready: decimals as strings, as everywhere else in the API."""
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    if isinstance(value, Decimal):
-        return str(value)
-    return value
