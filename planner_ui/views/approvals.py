@@ -4,9 +4,6 @@ compare. Plain forms that htmx enhances, like the plan editor's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -14,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from planner_ui.core.errors import InvalidTransition
-from planner_ui.models import Approval, PlanProposal, Run
+from planner_ui.models import Approval, PlanProposal
 from planner_ui.selectors.approvals import approval_get_for_user, inbox_for_user, pending_count
 from planner_ui.selectors.compare import comparison, runs_comparison
 from planner_ui.selectors.runs import run_get_for_user
@@ -23,7 +20,7 @@ from planner_ui.services.baselines import baseline_create
 from planner_ui.services.replans import replan_accept, replan_discard
 from planner_ui.services.runs import run_cancel, run_pause, run_resume
 
-from .runs import render_run
+from .runs import render_run, run_action
 
 
 @login_required
@@ -151,13 +148,13 @@ def approvals_count(request: HttpRequest) -> JsonResponse:
 @login_required
 @require_POST
 def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
-    return _run_action(request, run_id, run_cancel, "Run cancelled.")
+    return run_action(request, run_id, run_cancel, "Run cancelled.")
 
 
 @login_required
 @require_POST
 def run_pause_view(request: HttpRequest, run_id: int) -> HttpResponse:
-    return _run_action(
+    return run_action(
         request, run_id, run_pause, "Paused: no new step starts; the steps under way finish."
     )
 
@@ -165,24 +162,7 @@ def run_pause_view(request: HttpRequest, run_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def run_resume_view(request: HttpRequest, run_id: int) -> HttpResponse:
-    return _run_action(request, run_id, run_resume, "Resumed.")
-
-
-def _run_action(
-    request: HttpRequest, run_id: int, action: Callable[[int, Any], Run], done: str
-) -> HttpResponse:
-    run = run_get_for_user(request.user, run_id)
-    try:
-        run = action(run.pk, request.user)
-    except InvalidTransition as exc:
-        if request.htmx:
-            return render_run(request, run, fragment=True, error=str(exc), status=409)
-        messages.error(request, str(exc))
-        return redirect("run_detail", run_id=run.pk)
-    if request.htmx:
-        return render_run(request, run, fragment=True, notice=done)
-    messages.success(request, done)
-    return redirect("run_detail", run_id=run.pk)
+    return run_action(request, run_id, run_resume, "Resumed.")
 
 
 @login_required

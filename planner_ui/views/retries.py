@@ -14,32 +14,26 @@ from planner_ui.core.errors import InvalidTransition
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.services.retries import run_fork, step_retry
 
-from .runs import render_run
+from .runs import render_run, run_action
 
 
 @login_required
 @require_POST
 def step_retry_view(request: HttpRequest, run_id: int, step_id: str) -> HttpResponse:
-    run = run_get_for_user(request.user, run_id)
     downstream = request.POST.get("downstream") == "on"
-    try:
-        run = step_retry(
-            run_id=run.pk,
+    done = f"Step '{step_id}' runs again" + (", and the steps after it." if downstream else ".")
+    return run_action(
+        request,
+        run_id,
+        lambda pk, user: step_retry(
+            run_id=pk,
             step_id=step_id,
-            user=request.user,
+            user=user,
             instruction=request.POST.get("instruction", ""),
             downstream=downstream,
-        )
-    except InvalidTransition as exc:
-        if request.htmx:
-            return render_run(request, run, fragment=True, error=str(exc), status=409)
-        messages.error(request, str(exc))
-        return redirect("run_detail", run_id=run.pk)
-    done = f"Step '{step_id}' runs again" + (", and the steps after it." if downstream else ".")
-    if request.htmx:
-        return render_run(request, run, fragment=True, notice=done)
-    messages.success(request, done)
-    return redirect("run_detail", run_id=run.pk)
+        ),
+        done,
+    )
 
 
 @login_required

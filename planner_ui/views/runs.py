@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -356,4 +357,23 @@ def run_approve(request: HttpRequest, run_id: int) -> HttpResponse:
         run_approve_plan(run.pk, int(version) if version and version.isdigit() else None)
     except (InvalidTransition, PlanConflict) as exc:
         messages.error(request, str(exc))
+    return redirect("run_detail", run_id=run.pk)
+
+
+def run_action(
+    request: HttpRequest, run_id: int, action: Callable[[int, Any], Run], done: str
+) -> HttpResponse:
+    """Do `action` to the user's run: the updated page (or its fragment, for htmx) with
+    `done` on top, or the refusal with 409."""
+    run = run_get_for_user(request.user, run_id)
+    try:
+        run = action(run.pk, request.user)
+    except InvalidTransition as exc:
+        if request.htmx:
+            return render_run(request, run, fragment=True, error=str(exc), status=409)
+        messages.error(request, str(exc))
+        return redirect("run_detail", run_id=run.pk)
+    if request.htmx:
+        return render_run(request, run, fragment=True, notice=done)
+    messages.success(request, done)
     return redirect("run_detail", run_id=run.pk)
