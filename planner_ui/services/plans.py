@@ -6,6 +6,7 @@ first) is refused with PlanConflict, so nobody silently overwrites anybody."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.db import transaction
 
@@ -75,6 +76,23 @@ def materialize_steps(run: Run, plan: Plan) -> None:
     Step.objects.bulk_create(rows)
 
 
+# A step as before its first attempt: what a re-plan that makes it again and a person's retry
+# both clear (its usage totals stay: they were spent).
+NOT_YET_RUN: dict[str, Any] = {
+    "status": StepStatus.PENDING,
+    "output": "",
+    "error": "",
+    "checkpoint": None,
+    "started_at": None,
+    "finished_at": None,
+    "heartbeat_at": None,
+    "queued_at": None,
+    "worker": "",
+    "model": "",
+    "reused_from": None,
+}
+
+
 def steps_rematerialize(run: Run, plan: Plan, keep: set[str], dropped: str) -> None:
     """Re-make a running run's steps from `plan`: the `keep` ones (started or done) stay as
     they are, the others are made again as pending, and those the plan no longer has are
@@ -92,15 +110,7 @@ def steps_rematerialize(run: Run, plan: Plan, keep: set[str], dropped: str) -> N
             "role": planned.role,
             "tools": planned.tools,
             "depends_on": planned.depends_on,
-            "status": StepStatus.PENDING,
-            "output": "",
-            "error": "",
-            "checkpoint": None,
-            "started_at": None,
-            "finished_at": None,
-            "heartbeat_at": None,
-            "worker": "",
-            "model": "",
+            **NOT_YET_RUN,
         }
         if row is None:
             Step.objects.create(run=run, step_id=planned.id, **fields)

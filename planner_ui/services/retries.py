@@ -21,7 +21,7 @@ from planner_ui.core.status import FINISHED_STEP_STATUSES, RunStatus, StepStatus
 from planner_ui.models import PlanVersion, Run, RunFile, Step, ToolReceipt
 
 from .events import event_append
-from .plans import materialize_steps
+from .plans import NOT_YET_RUN, materialize_steps
 from .scheduler import dependencies_count, dispatch_ready
 
 MAX_INSTRUCTION_CHARS = 4000
@@ -80,18 +80,7 @@ def step_retry(
         if instruction and instruction != step.instruction:
             _edited_version(run, step, instruction, user)
         Step.objects.filter(run=run, step_id__in=again).update(
-            status=StepStatus.PENDING,
-            output="",
-            error="",
-            checkpoint=None,
-            started_at=None,
-            finished_at=None,
-            heartbeat_at=None,
-            queued_at=None,
-            worker="",
-            model="",
-            reused_from=None,
-            retries=F("retries") + 1,
+            **NOT_YET_RUN, retries=F("retries") + 1
         )
         if run.is_finished:
             run.move_to(RunStatus.RUNNING)
