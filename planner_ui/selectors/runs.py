@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -10,6 +11,7 @@ from planner_ui.core.events import EventType
 from planner_ui.core.plan import Plan
 from planner_ui.core.replan import changed_steps
 from planner_ui.models import Run, RunEvent
+from planner_ui.tools import Tool
 
 from .estimate import critical_step_ids
 from .tools import tools_for_run
@@ -47,13 +49,14 @@ def tool_calls_by_step(
     return calls
 
 
-def run_graph(run: Run) -> dict[str, list[dict[str, Any]]]:
-    """Nodes and edges for the plan graph, from the run's current steps."""
+def run_graph(run: Run, tools: Mapping[str, Tool] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Nodes and edges for the plan graph, from the run's current steps; `tools` are the run's
+    (tools_for_run), for a caller that has them already."""
     steps = list(run.steps.all())
     path = critical_step_ids(steps)
     revised = _revised_by_replanner(run)
     on_path, critical_edges = set(path), set(zip(path, path[1:], strict=False))
-    tools = tools_for_run(run)
+    tools = tools_for_run(run) if tools is None else tools
     return {
         "nodes": [
             {

@@ -48,7 +48,7 @@ from planner_ui.selectors.workers import workers_alive
 from planner_ui.services.plans import PlanConflict
 from planner_ui.services.providers import routes_for_run
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
-from planner_ui.tools import REGISTRY
+from planner_ui.tools import REGISTRY, Tool
 
 RUNS_PER_PAGE = 20
 # A refresh asks for the cards of the steps that changed since the last one; a plan holds at
@@ -218,6 +218,7 @@ def render_run(
 ) -> HttpResponse:
     """The run page, or only its live fragment (for htmx), with an optional outcome on top."""
     steps = list(run.steps.all())
+    tools = tools_for_run(run)  # for the graph and the cards alike
     versions = list(run.plan_versions.all())
     open_proposals = run.proposals.exclude(state__in=["accepted", "discarded"])
     proposal = open_proposals.filter(kind=PlanProposal.Kind.REQUEST).first()
@@ -231,7 +232,7 @@ def render_run(
     context = {
         "run": run,
         "steps": steps,
-        "graph": run_graph(run),
+        "graph": run_graph(run, tools),
         "versions": versions,
         "current_version": versions[-1] if versions else None,
         "proposal": proposal,
@@ -242,7 +243,7 @@ def render_run(
         "files": run_files(run),
         "timeline": run_timeline(run),
         **run_approvals(run),
-        **_cards_context(run, steps),
+        **_cards_context(run, steps, tools),
         "notice": notice,
         "error": error,
     }
@@ -281,7 +282,7 @@ def going_back(run: Run) -> bool:
     )
 
 
-def _cards_context(run: Run, steps: list[Step]) -> dict[str, Any]:
+def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[str, Any]:
     """What _step_card.html needs besides its step; the cards' tool calls are set on them."""
     calls = tool_calls_by_step(run, [s.step_id for s in steps])
     lost_before = timezone.now() - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
@@ -316,7 +317,6 @@ def _cards_context(run: Run, steps: list[Step]) -> dict[str, Any]:
             and step.heartbeat_at is not None
             and step.heartbeat_at < lost_before
         )
-    tools = tools_for_run(run)
     return {
         "plan_editable": editable,
         "estimate": run_estimate(run),
@@ -336,7 +336,8 @@ def run_step_cards(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     wanted = [s for s in request.GET.get("steps", "").split(",") if s][:MAX_CARDS_PER_REQUEST]
     steps = list(run.steps.filter(step_id__in=wanted))
-    context = {"run": run, "steps": steps, "oob": True, **_cards_context(run, steps)}
+    cards = _cards_context(run, steps, tools_for_run(run))
+    context = {"run": run, "steps": steps, "oob": True, **cards}
     return render(request, "planner_ui/_step_cards.html", context)
 
 
