@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from planner_ui.core.errors import StepFailed, ToolError, ToolUnavailable
-from planner_ui.core.messages import ModelRequest, ToolCall, ToolResult, ToolSpec, Usage
+from planner_ui.core.errors import ReplyCutOff, StepFailed, ToolError, ToolUnavailable
+from planner_ui.core.messages import (
+    ModelReply,
+    ModelRequest,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    Usage,
+)
 from planner_ui.core.prompt_contract import REPORT_FAILURE_TOOL, STEP_FAILED_PATTERN
 from planner_ui.providers.base import Provider
 from planner_ui.tools import REGISTRY, Tool, ToolContext
@@ -180,21 +187,19 @@ def run_step(
             )
         state.iteration += 1
         live = live_text(state.iteration) if live_text is not None else None
+        request = ModelRequest(
+            system=executor_system(step.role),
+            messages=list(state.messages),
+            tools=[*(tool.spec() for tool in granted.values()), REPORT_FAILURE_SPEC],
+            purpose=f"executor:{step.role}",
+        )
         try:
-            reply = provider.complete(
-                ModelRequest(
-                    system=executor_system(step.role),
-                    messages=list(state.messages),
-                    tools=[*(tool.spec() for tool in granted.values()), REPORT_FAILURE_SPEC],
-                    purpose=f"executor:{step.role}",
-                ),
-                on_text=live.write if live is not None else None,
+            reply = _complete_with_room(
+                provider, request, live.write if live is not None else None, state
             )
         finally:
             if live is not None:
                 live.flush()
-        state.model_calls += 1
-        state.usage = state.usage + reply.usage
         if reply.stop_reason in ("refusal", "model_context_window_exceeded"):
             raise StepFailed(stop_reason_failure(reply.stop_reason, reply.text))
         if not reply.tool_calls:
@@ -216,6 +221,38 @@ def run_step(
                 {"call_id": call.id, "tool": call.name, "arguments": call.arguments},
             )
         saved()
+
+
+def _complete_with_room(
+    provider: Provider,
+    request: ModelRequest,
+    on_text: Callable[[str], None] | None,
+    state: Checkpoint,
+) -> ModelReply:
+    """One model call, asked once more with twice the room when the reply ran into its
+    max_tokens inside a tool call's arguments: a call cut off there cannot be run, and the
+    same request would only be cut off again. Every attempt counts in the step's calls."""
+    problem = ""
+    for max_tokens in (request.max_tokens, request.max_tokens * 2):
+        state.model_calls += 1
+        try:
+            reply = provider.complete(replace(request, max_tokens=max_tokens), on_text=on_text)
+        except ReplyCutOff as exc:  # the server would not send the cut-off call at all
+            problem = str(exc)
+            continue
+        state.usage = state.usage + reply.usage
+        cut = [call.name for call in reply.tool_calls if call.parse_error]
+        if reply.stop_reason != "max_tokens" or not cut:
+            return reply
+        problem = (
+            f"the arguments of its call to {', '.join(cut)} were cut off at the reply's limit "
+            f"of {max_tokens} tokens"
+        )
+    raise StepFailed(
+        f"the model's tool call did not fit in its reply, with {request.max_tokens} tokens nor "
+        f"with {request.max_tokens * 2}: {problem}. Ask for less in one call (a long file can "
+        "be written in parts)."
+    )
 
 
 def _refusing_irreversible(ctx: ToolContext) -> ToolRunner:

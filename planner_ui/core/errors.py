@@ -40,6 +40,13 @@ class ProviderError(AgentError):
         super().__init__(message)
 
 
+class ReplyCutOff(ProviderError):
+    """The reply ran into its max_tokens while writing a tool call's arguments, and the server
+    refused to send what it had (llama.cpp answers HTTP 500, "Failed to parse tool call
+    arguments as JSON"). The same request would be cut off the same way: asking again only
+    helps with more room."""
+
+
 class StepFailed(AgentError):
     """An executor could not finish its step (iteration cap, refusal, provider error)."""
 

@@ -17,8 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 import openai
 from openai.types.chat import ChatCompletionChunk
+
+from planner_ui.core.errors import ReplyCutOff
 
 from .base import (
     Message,
@@ -53,6 +56,9 @@ _CONTEXT_PHRASES = (
     "too many tokens",
     "prompt is too long",
 )
+# What llama.cpp's server says, with HTTP 500, when a reply ran into max_tokens inside a tool
+# call's arguments (it parses them before answering, and a string cut off is no JSON).
+_CUT_OFF_ARGUMENTS = "Failed to parse tool call arguments"
 _QUOTED_ARGUMENTS_CHARS = 200
 _QUOTED_BODY_CHARS = 500
 
@@ -78,7 +84,22 @@ def make_client(
         base_url=base_url,
         timeout=timeout,
         max_retries=max_retries,
+        http_client=openai.DefaultHttpxClient(event_hooks={"response": [_no_retry_of_a_cut_off]}),
     )
+
+
+def _no_retry_of_a_cut_off(response: httpx2.Response) -> None:
+    """Tell the SDK not to retry llama.cpp's 500 for a tool call cut off at max_tokens.
+
+    The same request makes the model write the same too-long call again: each retry would spend
+    a whole generation (minutes on a small machine) to fail the same way. x-should-retry is the
+    header the SDK itself obeys before its status rules.
+    """
+    if response.status_code != 500:
+        return
+    response.read()  # an error body: small, and the SDK reads it next anyway
+    if _CUT_OFF_ARGUMENTS in response.text:
+        response.headers["x-should-retry"] = "false"
 
 
 class OpenAICompatProvider(Provider):
@@ -125,7 +146,7 @@ class OpenAICompatProvider(Provider):
         try:
             stream = self._open(params)
         except openai.OpenAIError as exc:
-            raise self._error(exc) from exc
+            raise self._error(exc, max_tokens=request.max_tokens) from exc
         reply = _StreamedReply()
         for chunk in self._chunks(stream):
             if text := reply.add(chunk):
@@ -183,9 +204,21 @@ class OpenAICompatProvider(Provider):
             text = text.replace(key, "***")
         return text
 
-    def _error(self, exc: openai.OpenAIError, *, mid_stream: bool = False) -> ProviderError:
+    def _error(
+        self, exc: openai.OpenAIError, *, mid_stream: bool = False, max_tokens: int = 0
+    ) -> ProviderError:
         server = f"OpenAI-compatible server at {self._base_url}"
         retries = retries_text(self._client.max_retries)
+        if isinstance(exc, openai.APIStatusError) and _CUT_OFF_ARGUMENTS in _detail(exc):
+            return ReplyCutOff(
+                self._redact(
+                    f"The model's tool call was cut off before its arguments were complete, "
+                    f"most likely at the reply's limit of {max_tokens} tokens; the {server} "
+                    f"could not parse them ({exc.status_code}): {_detail(exc)[:300]}"
+                ),
+                status=exc.status_code,
+                body=self._redact(body_text(exc.body)),
+            )
         if isinstance(exc, openai.APIStatusError):
             text = _status_text(exc, server=server, model=self.model, retries=retries)
             body = body_text(exc.body)

@@ -53,6 +53,10 @@ class _Reply:
     error: dict[str, Any] = field(default_factory=dict)
     error_body: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    # How many tokens the tool calls' arguments take to write (see enqueue_long_tool_call),
+    # and how a server answers when the request's max_tokens is fewer: "llamacpp" or "stream".
+    arguments_tokens: int = 0
+    cut_off_as: str = ""
 
 
 class FakeOpenAI(FakeModelServer[_Reply]):
@@ -151,6 +155,28 @@ class FakeOpenAI(FakeModelServer[_Reply]):
         self.enqueue_reply(text=text, tool_calls=wire, **options)
         return [call_id for call_id, _, _ in wire]
 
+    def enqueue_long_tool_call(
+        self, name: str, arguments: dict[str, Any], *, server: str = "llamacpp"
+    ) -> None:
+        """A reply calling one tool with long arguments, which takes one token per 4 characters
+        of them to write, so that whether it fits depends on the request's max_tokens.
+
+        When it does not fit, `server="llamacpp"` answers as llama.cpp's server does: it parses
+        the arguments before it answers, fails on the cut-off string and sends HTTP 500 with
+        "Failed to parse tool call arguments as JSON" (its message and body, as reported from
+        llama-server). `server="stream"` streams the arguments up to the limit and finishes
+        with finish_reason "length", as OpenAI, vLLM and Ollama do."""
+        wire = json.dumps(arguments)
+        self._enqueue(
+            _Reply(
+                tool_calls=[(f"call_{next_id():06d}", name, wire)],
+                finish_reason="tool_calls",
+                usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                arguments_tokens=len(wire) // 4 + 1,
+                cut_off_as=server,
+            )
+        )
+
     def enqueue_error(
         self,
         status: int,
@@ -238,6 +264,11 @@ class FakeOpenAI(FakeModelServer[_Reply]):
             )
         if reply.delay_s:
             time.sleep(reply.delay_s)
+        limit = body.get("max_tokens") or body.get("max_completion_tokens") or 0
+        if reply.arguments_tokens and limit and reply.arguments_tokens > limit:
+            if reply.cut_off_as == "llamacpp":
+                return _send(http, 500, _llamacpp_cut_off(reply, limit))
+            reply = _cut_off(reply, limit)
         if reply.error_body is not None:
             return _send(http, reply.status, reply.error_body, reply.headers)
         if reply.status != 200:
@@ -247,6 +278,31 @@ class FakeOpenAI(FakeModelServer[_Reply]):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return _stream(http, _chunks(reply, model, include_usage), reply)
         _send(http, 200, _completion(reply, model))
+
+
+def _llamacpp_cut_off(reply: _Reply, limit: int) -> dict[str, Any]:
+    arguments = reply.tool_calls[0][2][: limit * 4]
+    column = len(arguments) + 1
+    return {
+        "error": {
+            "code": 500,
+            "message": "Failed to parse tool call arguments as JSON: "
+            "[json.exception.parse_error.101] parse error at line 1, column "
+            f"{column}: syntax error while parsing value - invalid string: missing closing "
+            f"quote; last read: '{arguments[-60:]}'",
+            "type": "server_error",
+        }
+    }
+
+
+def _cut_off(reply: _Reply, limit: int) -> _Reply:
+    """The reply as far as `limit` tokens go, finished for "length"."""
+    call_id, name, arguments = reply.tool_calls[0]
+    return _Reply(
+        tool_calls=[(call_id, name, arguments[: limit * 4])],
+        finish_reason="length",
+        usage={"prompt_tokens": 10, "completion_tokens": limit, "total_tokens": 10 + limit},
+    )
 
 
 def _send(

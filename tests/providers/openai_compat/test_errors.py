@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from planner_ui.providers.base import (
-    ProviderError,
-)
+from planner_ui.core.errors import ReplyCutOff
+from planner_ui.providers.base import ProviderError
 from planner_ui.providers.openai_compat import OpenAICompatProvider, make_client
+from planner_ui.tools import REGISTRY
 from tests.fakes.openai_server import FakeOpenAI
 from tests.providers.conftest import ask, closed_port
 
@@ -211,3 +211,50 @@ def test_a_slow_answer_times_out(server):
         f"The request to the OpenAI-compatible server at {server.base_url} timed out after "
         "0.2 s (retries are off)."
     )
+
+
+# --- a tool call cut off at max_tokens ------------------------------------------------------
+
+LONG_POEM = {"path": "poem.txt", "content": "In the annals of time " * 100}
+
+
+def write_file_tool():
+    return REGISTRY["write_file"].spec()
+
+
+def test_llamacpps_500_for_a_cut_off_tool_call_says_so_and_is_not_retried(server):
+    server.enqueue_long_tool_call("write_file", LONG_POEM, server="llamacpp")
+    with pytest.raises(ReplyCutOff) as exc:
+        provider(server, retries=2).complete(ask(tools=[write_file_tool()], max_tokens=100))
+    message = str(exc.value)
+    assert message.startswith(
+        "The model's tool call was cut off before its arguments were complete, most likely "
+        f"at the reply's limit of 100 tokens; the OpenAI-compatible server at {server.base_url} "
+        "could not parse them (500): Failed to parse tool call arguments as JSON"
+    )
+    assert exc.value.status == 500
+    # Asked once: the SDK would retry a 500 twice, and each retry writes the same call again.
+    assert len(server.requests) == 1
+
+
+def test_other_500s_are_still_retried(server):
+    server.enqueue_error(500, "slot unavailable", type="server_error", retry_after_ms=1)
+    server.enqueue_text("Hi")
+    assert provider(server, retries=1).complete(ask()).text == "Hi"
+    assert len(server.requests) == 2
+
+
+def test_the_same_call_fits_with_more_room(server):
+    server.enqueue_long_tool_call("write_file", LONG_POEM, server="llamacpp")
+    reply = provider(server).complete(ask(tools=[write_file_tool()], max_tokens=2000))
+    (call,) = reply.tool_calls
+    assert (call.name, call.arguments, call.parse_error) == ("write_file", LONG_POEM, "")
+
+
+def test_a_stream_cut_off_inside_tool_arguments_is_a_max_tokens_reply(server):
+    server.enqueue_long_tool_call("write_file", LONG_POEM, server="stream")
+    reply = provider(server).complete(ask(tools=[write_file_tool()], max_tokens=100))
+    assert reply.stop_reason == "max_tokens"
+    (call,) = reply.tool_calls
+    assert call.arguments == {}
+    assert call.parse_error.startswith("the arguments were not valid JSON: Unterminated string")
