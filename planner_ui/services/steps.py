@@ -17,7 +17,7 @@ from planner_ui.core.errors import AgentError, RunStopped
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Approval, Run, Step
-from planner_ui.selectors.tools import tools_for_run
+from planner_ui.selectors.tools import tools_for_step
 
 from .approvals import approval_find
 from .events import event_append
@@ -134,7 +134,7 @@ def _execute(step: Step, worker: str) -> None:
                 ),
                 live_text=live_text,
                 run_tool=tool_runner(run, step, tool_ctx, workspace),
-                tools=tools_for_run(run),
+                tools=tools_for_step(run, step.tools),
                 checkpoint=Checkpoint.from_json(step.checkpoint) if step.checkpoint else None,
                 save=lambda state: Step.objects.filter(run_id=run_id, step_id=step_id).update(
                     checkpoint=state.to_json(), heartbeat_at=timezone.now()
