@@ -3,7 +3,7 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 
@@ -21,3 +21,11 @@ def _say_alive(sender: object, **_: object) -> None:
     from planner_ui.services.leases import worker_alive_beat
 
     worker_alive_beat(getattr(sender, "hostname", "worker"))
+
+
+@worker_init.connect
+def _preload(**_: object) -> None:
+    """Before the pool forks: what every step imports is then imported once, not per process."""
+    from planner_ui.providers import preload
+
+    preload()

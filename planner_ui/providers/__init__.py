@@ -38,6 +38,13 @@ def is_local_url(url: str) -> bool:
         return False
 
 
+def preload() -> None:
+    """Import every provider now. A prefork worker calls this before it forks its processes,
+    which then share the modules instead of each importing them on its first step (the SDKs
+    take a good part of a second each)."""
+    from . import anthropic, offline, openai_compat, scripted  # noqa: F401
+
+
 def build_provider(
     route: Route,
     connection: Connection = Connection(),
