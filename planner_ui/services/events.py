@@ -51,9 +51,32 @@ def event_append(
     with transaction.atomic(savepoint=False):
         # The UPDATE locks the run row until commit, so sequence numbers never collide.
         with connection.cursor() as cursor:
-            cursor.execute(_NEXT_SEQ, [run_id])
+            cursor.execute(_NEXT_SEQS, [1, run_id])
             (seq,) = cursor.fetchone()
         return _record(run_id, seq, kind, payload, step_id)
+
+
+def events_append(
+    run_id: int, events: list[tuple[EventType | str, dict[str, Any], str]]
+) -> list[RunEvent]:
+    """Store several events of the run, given as (type, payload, step_id), in their order:
+    one sequence UPDATE and one INSERT for all of them instead of two statements each (a
+    step that unblocks thirty others queues thirty events)."""
+    if not events:
+        return []
+    kinds = [(check_event(type, payload), payload, step_id) for type, payload, step_id in events]
+    with transaction.atomic(savepoint=False):
+        with connection.cursor() as cursor:
+            cursor.execute(_NEXT_SEQS, [len(kinds), run_id])
+            (last,) = cursor.fetchone()
+        first = last - len(kinds) + 1
+        stored = RunEvent.objects.bulk_create(
+            RunEvent(run_id=run_id, seq=first + n, type=kind, step_id=step_id, payload=payload)
+            for n, (kind, payload, step_id) in enumerate(kinds)
+        )
+    for event in stored:
+        _publish(event)
+    return stored
 
 
 def event_record(
@@ -70,16 +93,24 @@ def _record(
     event = RunEvent.objects.create(
         run_id=run_id, seq=seq, type=kind, step_id=step_id, payload=payload
     )
-    message = event.as_message()
-    after_commit().publish(
-        run_group(run_id),
-        # Serialized once here, forwarded as it is to every watcher.
-        {"type": "run.event", "seq": seq, "json": json.dumps({"type": "event", "event": message})},
-    )
+    _publish(event)
     return event
 
 
-_NEXT_SEQ = (
-    f"UPDATE {Run._meta.db_table} SET last_event_seq = last_event_seq + 1 "
+def _publish(event: RunEvent) -> None:
+    message = event.as_message()
+    after_commit().publish(
+        run_group(event.run_id),
+        # Serialized once here, forwarded as it is to every watcher.
+        {
+            "type": "run.event",
+            "seq": event.seq,
+            "json": json.dumps({"type": "event", "event": message}),
+        },
+    )
+
+
+_NEXT_SEQS = (
+    f"UPDATE {Run._meta.db_table} SET last_event_seq = last_event_seq + %s "
     "WHERE id = %s RETURNING last_event_seq"
 )

@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -20,11 +20,16 @@ from planner_ui import tasks
 from planner_ui.core import dag
 from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
-from planner_ui.core.status import UNFINISHED_STEP_STATUSES, RunStatus, StepStatus
+from planner_ui.core.status import (
+    UNFINISHED_STEP_STATUSES,
+    RunStatus,
+    StepStatus,
+    step_sources,
+)
 from planner_ui.models import Approval, Run, Step
 
 from .broadcast import after_commit
-from .events import event_append, owner_notify
+from .events import event_append, events_append, owner_notify
 
 log = logging.getLogger(__name__)
 
@@ -79,24 +84,44 @@ def dependencies_count(run: Run) -> None:
 def dispatch_ready(run: Run, succeeded: Step | None = None) -> list[str]:
     """Queue the pending steps whose dependencies all succeeded: after `succeeded`, only its
     dependents (counted down by one); without it, every one of the run's."""
-    if succeeded is not None and succeeded.dependents:
+    if succeeded is not None:
+        if not succeeded.dependents:
+            return []
         Step.objects.filter(run=run, step_id__in=succeeded.dependents).update(
             waiting_on=F("waiting_on") - 1
         )
     if run.replanning or run.paused_at:
         return []  # the plan is being revised, or a person paused the run
-    candidates = run.steps.filter(status=StepStatus.PENDING, waiting_on=0)
-    if succeeded is not None:
-        candidates = candidates.filter(step_id__in=succeeded.dependents)
-    ready = list(candidates.values_list("step_id", flat=True))
+    among = succeeded.dependents if succeeded is not None else None
+    ready = _queue_ready(run.pk, among)
+    events_append(run.pk, [("step.queued", {}, step_id) for step_id in ready])
     for step_id in ready:
-        # Conditional, so two finishing parents can never queue the same child twice.
-        if Step.objects.filter(run=run, step_id=step_id).move_to(
-            StepStatus.QUEUED, only_from={StepStatus.PENDING}, queued_at=timezone.now()
-        ):
-            event_append(run.pk, "step.queued", step_id=step_id)
-            _enqueue(run.pk, tasks.execute_step, run.pk, step_id)
+        _enqueue(run.pk, tasks.execute_step, run.pk, step_id)
     return ready
+
+
+def _queue_ready(run_id: int, among: list[str] | None) -> list[str]:
+    """Move the run's pending steps with no dependency left to wait on (only those `among`,
+    when given) to queued, in one conditional UPDATE that says which moved: two parents that
+    finish at once can never queue the same child twice. In the plan's order."""
+    sources = sorted(s.value for s in step_sources(StepStatus.QUEUED, {StepStatus.PENDING}))
+    sql = (
+        f"UPDATE {Step._meta.db_table} SET status = %s, queued_at = %s "
+        f"WHERE run_id = %s AND waiting_on = 0 AND status IN ({', '.join(['%s'] * len(sources))})"
+    )
+    params: list[Any] = [
+        StepStatus.QUEUED.value,
+        connection.ops.adapt_datetimefield_value(timezone.now()),
+        run_id,
+        *sources,
+    ]
+    if among is not None:
+        sql += f" AND step_id IN ({', '.join(['%s'] * len(among))})"
+        params += among
+    with connection.cursor() as cursor:
+        cursor.execute(sql + " RETURNING step_id, position", params)
+        moved = cursor.fetchall()
+    return [step_id for step_id, _ in sorted(moved, key=lambda row: (row[1], row[0]))]
 
 
 def step_resume(run_id: int, step_id: str) -> bool:
