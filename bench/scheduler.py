@@ -147,7 +147,7 @@ def stack_start(
                 f"asgi-{number}", _asgi_start(asgi, env, port, log_dir / f"asgi-{number}.log")
             )
         embedded.wait_for_worker(f"{worker_name}@", timeout=WORKER_START_TIMEOUT_S)
-        _refuse_other_workers(worker_name)
+        refuse_other_workers(worker_name)
         for port in ports:
             embedded.wait_for_http(f"http://{HOST}:{port}/", timeout=60.0)
     except BaseException:
@@ -173,7 +173,7 @@ def _asgi_start(kind: str, env: dict[str, str], port: int, log_path: Path) -> Po
         log.close()
 
 
-def _refuse_other_workers(own_name: str) -> None:
+def refuse_other_workers(own_name: str) -> None:
     """Another worker on this queue would take some of the steps and skew every figure."""
     from agentsite.celery import app
 
