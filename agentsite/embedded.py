@@ -133,11 +133,13 @@ def start_worker(
     queue: str = "agentsite",
     beat: bool = False,
     cwd: Path | None = None,
+    nice: int = 0,
 ) -> subprocess.Popen:
     """Start one Celery worker process of `app` (the agentsite one) on `queue`.
 
     env is laid over os.environ. Celery reads a hostname without "@" as the host part, so
     "worker-%h" names the node "celery@worker-<host>"; pass "name@%h" to choose the name.
+    `nice` lowers its CPU priority (and its pool's), below the web server's on one machine.
     """
     command = [
         sys.executable, "-m", "celery", "-A", app, "worker",
@@ -153,7 +155,7 @@ def start_worker(
     if beat:
         # Celery beat inside this worker: the periodic sweep, for a setup of one worker.
         command.append("--beat")
-    return _spawn(command, env=env, log_path=log_path, cwd=cwd)
+    return _spawn(command, env=env, log_path=log_path, cwd=cwd, nice=nice)
 
 
 def start_beat(
@@ -345,6 +347,7 @@ def _spawn(
     env: dict[str, str] | None,
     log_path: Path | None,
     cwd: Path | None = None,
+    nice: int = 0,
 ) -> subprocess.Popen:
     child_env = {**os.environ, **(env or {})}
     child_env.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
@@ -365,7 +368,7 @@ def _spawn(
             stdout=log,
             stderr=subprocess.STDOUT if log is not None else None,
             start_new_session=True,
-            preexec_fn=_DIE_WITH_PARENT,
+            preexec_fn=_pre_exec(nice),
         )
     finally:
         if log is not None:
@@ -391,3 +394,15 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
 
 
 _DIE_WITH_PARENT = _die_with_parent_hook()
+
+
+def _pre_exec(nice: int) -> Callable[[], None] | None:
+    if not nice:
+        return _DIE_WITH_PARENT
+
+    def hook() -> None:
+        if _DIE_WITH_PARENT is not None:
+            _DIE_WITH_PARENT()
+        os.nice(nice)
+
+    return hook

@@ -99,6 +99,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the layered DAGs")
     parser.add_argument(
+        "--worker-nice",
+        type=int,
+        default=0,
+        help="run the worker at this nice value (the ASGI server keeps 0): does giving the "
+        "watchers' server the CPU first help them, and what does it cost the steps?",
+    )
+    parser.add_argument(
         "--repeat",
         type=int,
         default=1,
@@ -182,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         log_dir=settings.VAR_DIR / "logs",
         asgi=args.asgi,
         asgi_processes=args.asgi_processes,
+        worker_nice=args.worker_nice,
     )
     watchers = None
     run_ids: list[int] = []
@@ -245,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
             "repeat": args.repeat,
             "asgi": f"{args.asgi} x {args.asgi_processes}",
+            "worker_nice": args.worker_nice,
             "database": connection.vendor,
             "redis": stack.redis,
         },

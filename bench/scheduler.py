@@ -101,6 +101,7 @@ def stack_start(
     log_dir: Path,
     asgi: str = "daphne",
     asgi_processes: int = 1,
+    worker_nice: int = 0,
 ) -> Stack:
     """Redis if the embedded one is wanted, a worker with `slots` slots, and `asgi_processes`
     ASGI servers (Daphne, or uvicorn where it is installed), each on a port of its own."""
@@ -140,6 +141,7 @@ def stack_start(
                 pool=pool,
                 hostname=f"{worker_name}@%h",
                 log_path=log_dir / "worker.log",
+                nice=worker_nice,
             ),
         )
         for number, port in enumerate(ports, start=1):
