@@ -67,6 +67,7 @@ def mcp_server_register(
         raise McpRefused("Give the server's URL, e.g. https://mcp.example.com/mcp.")
     if shared and not user.is_staff:
         raise McpRefused("Only an administrator can register a server for everyone.")
+    _refuse_shadowing(slug, user, shared)
     server = McpServer(
         owner=None if shared else user,
         name=slug,
@@ -91,6 +92,19 @@ def mcp_server_register(
             f"You have a server named '{slug}' already: choose another name."
         ) from None
     return server
+
+
+def _refuse_shadowing(slug: str, user: AbstractBaseUser, shared: bool) -> None:
+    """A plan grants a server's tools by the server's name, and a shared server wins over a
+    person's own of the same name: one would silently stand in for the other."""
+    if shared:
+        if McpServer.objects.filter(name=slug, owner__isnull=False).exists():
+            raise McpRefused(
+                f"Someone's own server is named '{slug}': a server for everyone of that name "
+                "would take its place in their runs. Choose another name."
+            )
+    elif McpServer.objects.filter(name=slug, owner__isnull=True).exists():
+        raise McpRefused(f"A server for everyone is named '{slug}' already: choose another name.")
 
 
 def _pin(server: McpServer, info: McpToolInfo) -> McpServerTool:

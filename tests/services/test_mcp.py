@@ -113,6 +113,20 @@ def test_only_staff_register_commands_and_bad_servers_are_refused(make_user, adm
         mcp_server_register(user=alice, name="z", transport="http", url="http://127.0.0.1:9/mcp")
 
 
+def test_a_name_taken_by_a_shared_server_or_a_persons_own_is_refused(server, make_user, admin):
+    alice = make_user("alice")
+    # "fake" is shared (the fixture): alice's own "fake" would lose to it in her runs.
+    with pytest.raises(McpRefused, match="A server for everyone is named 'fake' already"):
+        mcp_server_register(user=alice, name="Fake", transport="http", url="http://x/mcp")
+    registered, log = server
+    registered.owner = alice  # as if alice had registered "fake" first
+    registered.save()
+    with pytest.raises(McpRefused, match="Someone's own server is named 'fake'"):
+        mcp_server_register(
+            user=admin, name="fake", transport="stdio", command=command(log), shared=True
+        )
+
+
 def test_a_read_tool_runs_without_asking_and_shows_up_for_planners(server, make_user):
     registered, log = server
     mcp_tool_set_effect(registered.tools.get(name="lookup"), "read")
