@@ -20,7 +20,7 @@ from planner_ui.core.plan import SYNTHESIS_STEP_ID, Plan
 from planner_ui.core.status import FINISHED_STEP_STATUSES, RunStatus, StepStatus
 from planner_ui.models import PlanVersion, Run, RunFile, Step, ToolReceipt
 
-from .events import event_append
+from .events import event_append, events_append
 from .plans import NOT_YET_RUN, materialize_steps
 from .scheduler import dependencies_count, dispatch_ready
 
@@ -176,9 +176,15 @@ def run_fork(*, run_id: int, step_id: str, user: AbstractBaseUser) -> Run:
                 finished_at=now,
                 reused_from=original,
             )
-            event_append(fork.pk, EventType.STEP_REUSED, {"from_run": original.pk}, step_id=reused)
-        for receipt in original.receipts.filter(step_id__in=before):
-            ToolReceipt.objects.create(
+        events_append(
+            fork.pk,
+            [
+                (EventType.STEP_REUSED, {"from_run": original.pk}, reused)
+                for reused in sorted(before)
+            ],
+        )
+        ToolReceipt.objects.bulk_create(
+            ToolReceipt(
                 run=fork,
                 step_id=receipt.step_id,
                 idempotency_key=f"{receipt.idempotency_key}:reused-by-run{fork.pk}",
@@ -193,10 +199,12 @@ def run_fork(*, run_id: int, step_id: str, user: AbstractBaseUser) -> Run:
                 finished_at=receipt.finished_at,
                 reused_from=receipt,
             )
+            for receipt in original.receipts.filter(step_id__in=before)
+        )
         # The files the reused steps wrote last; a file a later step overwrote is not theirs
         # any more, and the steps that run again write it afresh.
-        for file in original.files.filter(step_id__in=before):
-            RunFile.objects.create(
+        RunFile.objects.bulk_create(
+            RunFile(
                 run=fork,
                 path=file.path,
                 content=file.content,
@@ -204,6 +212,8 @@ def run_fork(*, run_id: int, step_id: str, user: AbstractBaseUser) -> Run:
                 sha256=file.sha256,
                 step_id=file.step_id,
             )
+            for file in original.files.filter(step_id__in=before)
+        )
         dependencies_count(fork)
         event_append(fork.pk, EventType.RUN_STATUS, {"status": fork.status})
         event_append(
