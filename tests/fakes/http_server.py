@@ -13,6 +13,7 @@ import socket
 import struct
 import threading
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count
@@ -112,7 +113,7 @@ class Exchange(BaseHTTPRequestHandler):
         self.connection.close()
 
 
-class FakeModelServer(Generic[Reply]):
+class FakeModelServer(ABC, Generic[Reply]):
     """Use as a context manager; `base_url` is what the SDK should be pointed at."""
 
     # Appended to the server's address in base_url (OpenAI's clients want it to end in /v1).
@@ -161,8 +162,8 @@ class FakeModelServer(Generic[Reply]):
         except queue.Empty:
             return None
 
-    def answer(self, http: Exchange, recorded: Recorded) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def answer(self, http: Exchange, recorded: Recorded) -> None: ...
 
 
 def pieces(text: str, size: int) -> list[str]:
