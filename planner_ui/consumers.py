@@ -5,6 +5,7 @@ watcher), so forwarding one to fifty watchers costs fifty sends, not fifty encod
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 from urllib.parse import parse_qs
@@ -23,6 +24,12 @@ CLOSE_NOT_LOGGED_IN = 4401
 CLOSE_NOT_FOUND = 4404
 MAX_CLIENT_MESSAGE_CHARS = 1000
 REPLAY_BATCH = 500
+# Workers publish a transaction's events after it commits, so two steps finishing together can
+# reach a watcher in the other order. An event that comes before the one it follows waits this
+# long for it over pub/sub, where it nearly always is, before the event log is asked; with
+# fifty watchers, asking at once cost fifty queries for every such pair.
+GAP_WAIT_S = 0.25
+MAX_EARLY_EVENTS = 200
 
 
 class _ClientMessages(AsyncJsonWebsocketConsumer):
@@ -61,6 +68,12 @@ class RunConsumer(_ClientMessages):
         user = self.scope.get("user")
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
         self.last_sent = 0
+        # Events that came before the ones they follow, by sequence number, as serialized.
+        self.early: dict[int, str] = {}
+        self.gap_timer: asyncio.TimerHandle | None = None
+        self.gap_fill: asyncio.Task | None = None
+        # Sending in order spans awaits; the gap's own fill runs beside the dispatch loop.
+        self.sending = asyncio.Lock()
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_NOT_LOGGED_IN)
             return
@@ -72,13 +85,18 @@ class RunConsumer(_ClientMessages):
         self.group = run_group(self.run_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
-        await self._replay(self._after_from_query())
+        async with self.sending:
+            await self._replay(self._after_from_query())
         # Then the text steps are writing now, from its start; pieces already queued for
         # this socket follow it, and their offsets let the page skip what it already has.
         for message in await sync_to_async(live_text_snapshot)(self.run_id):
             await self.send_json({"type": "text", **message})
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "gap_timer", None) is not None:
+            self.gap_timer.cancel()
+        if getattr(self, "gap_fill", None) is not None:
+            self.gap_fill.cancel()
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
@@ -90,6 +108,7 @@ class RunConsumer(_ClientMessages):
             return 0
 
     async def _replay(self, after: int) -> None:
+        """Send the logged events after `after`, then any early ones that now follow on."""
         self.last_sent = after
         while True:
             batch = await database_sync_to_async(events_after)(
@@ -102,16 +121,43 @@ class RunConsumer(_ClientMessages):
             if len(batch) < REPLAY_BATCH:
                 break
         await self.send_json({"type": "replay.done", "seq": self.last_sent})
+        await self._send_in_order()
 
     async def run_event(self, message: dict[str, Any]) -> None:
         seq = message["seq"]
-        if seq > self.last_sent + 1:
-            # A gap: something was published before we subscribed; fetch it from the log.
-            await self._replay(self.last_sent)
-        if seq <= self.last_sent:
-            return
-        self.last_sent = seq
-        await self.send(text_data=message["json"])
+        async with self.sending:
+            if seq <= self.last_sent:
+                return  # replayed from the log already
+            self.early[seq] = message["json"]
+            await self._send_in_order()
+            if len(self.early) > MAX_EARLY_EVENTS:
+                await self._replay(self.last_sent)
+        if self.early and self.gap_timer is None and self.gap_fill is None:
+            self.gap_timer = asyncio.get_running_loop().call_later(GAP_WAIT_S, self._gap_waited)
+
+    async def _send_in_order(self) -> None:
+        """Send the early events that follow on from the last one sent, and drop those the
+        log has sent since."""
+        while (text := self.early.pop(self.last_sent + 1, None)) is not None:
+            self.last_sent += 1
+            await self.send(text_data=text)
+        for seq in [seq for seq in self.early if seq <= self.last_sent]:
+            del self.early[seq]
+
+    def _gap_waited(self) -> None:
+        self.gap_timer = None
+        if self.early:
+            self.gap_fill = asyncio.ensure_future(self._fill_gap())
+
+    async def _fill_gap(self) -> None:
+        """The events before an early one did not come over pub/sub (published before this
+        socket subscribed, or lost): fetch them from the log."""
+        try:
+            async with self.sending:
+                if self.early:
+                    await self._replay(self.last_sent)
+        finally:
+            self.gap_fill = None
 
     async def run_text(self, message: dict[str, Any]) -> None:
         # Live text is not in the event log: it is sent as it comes, with no sequence number,
@@ -128,7 +174,8 @@ class RunConsumer(_ClientMessages):
             if not isinstance(after, int) or isinstance(after, bool) or after < 0:
                 await self._error("'after' must be a non-negative integer")
                 return
-            await self._replay(min(after, self.last_sent))
+            async with self.sending:
+                await self._replay(min(after, self.last_sent))
         else:
             await self._error("unknown message type; expected 'ping' or 'replay'")
 

@@ -10,8 +10,9 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from agentsite.asgi import application
-from planner_ui.models import Run
-from planner_ui.services.events import event_append
+from planner_ui.models import Run, RunEvent
+from planner_ui.services.broadcast import group_publish
+from planner_ui.services.events import event_append, run_group
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -75,6 +76,62 @@ async def test_replay_then_live_then_reconnect_loses_nothing(make_user):
     assert connected
     missed = await _receive_events_until_replay_done(ws)
     assert [(e["seq"], e["type"]) for e in missed] == [(5, "plan.invalid"), (6, "step.failed")]
+    await ws.disconnect()
+
+
+@database_sync_to_async
+def _logged_unpublished(run: Run, *seqs: int) -> dict[int, dict]:
+    """Events in the log that no watcher has been sent yet, as a worker's transaction leaves
+    them between its commit and its publish."""
+    return {
+        seq: RunEvent.objects.create(
+            run=run, seq=seq, type="plan.invalid", payload={"attempt": seq, "errors": []}
+        ).as_message()
+        for seq in seqs
+    }
+
+
+def _publish(run: Run, event: dict) -> None:
+    message = {"type": "event", "event": event}
+    group_publish(
+        [
+            (
+                run_group(run.pk),
+                {"type": "run.event", "seq": event["seq"], "json": json.dumps(message)},
+            )
+        ]
+    )
+
+
+async def test_events_published_out_of_order_reach_the_page_in_order_without_a_replay(make_user):
+    _, run, cookie = await _setup(make_user)
+    ws, connected, _ = await _connect(run.pk, cookie)
+    assert connected
+    assert await _receive_events_until_replay_done(ws) == []
+    events = await _logged_unpublished(run, 1, 2)
+
+    # Two steps finished together; the second one's publish overtook the first's.
+    _publish(run, events[2])
+    _publish(run, events[1])
+
+    received = [json.loads(await ws.receive_from(timeout=5)) for _ in range(2)]
+    assert [m["event"]["seq"] for m in received] == [1, 2]
+    # Nothing else: the gap closed over pub/sub, so the log was not asked (no replay.done).
+    assert await ws.receive_nothing(timeout=0.5)
+    await ws.disconnect()
+
+
+async def test_a_gap_that_pub_sub_does_not_fill_is_filled_from_the_log(make_user):
+    _, run, cookie = await _setup(make_user)
+    ws, connected, _ = await _connect(run.pk, cookie)
+    assert connected
+    assert await _receive_events_until_replay_done(ws) == []
+    events = await _logged_unpublished(run, 1, 2)
+
+    _publish(run, events[2])  # the publish of event 1 never comes
+
+    assert [e["seq"] for e in await _receive_events_until_replay_done(ws)] == [1, 2]
+    assert await ws.receive_nothing(timeout=0.5)  # event 2 is not sent twice
     await ws.disconnect()
 
 
