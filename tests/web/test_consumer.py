@@ -103,12 +103,17 @@ def _publish(run: Run, event: dict) -> None:
     )
 
 
-async def test_events_published_out_of_order_reach_the_page_in_order_without_a_replay(make_user):
+async def _watching_two_unpublished_events(make_user) -> tuple[Run, object, dict[int, dict]]:
+    """A page watching a run, caught up, and then two events logged but not yet published."""
     _, run, cookie = await _setup(make_user)
     ws, connected, _ = await _connect(run.pk, cookie)
     assert connected
     assert await _receive_events_until_replay_done(ws) == []
-    events = await _logged_unpublished(run, 1, 2)
+    return run, ws, await _logged_unpublished(run, 1, 2)
+
+
+async def test_events_published_out_of_order_reach_the_page_in_order_without_a_replay(make_user):
+    run, ws, events = await _watching_two_unpublished_events(make_user)
 
     # Two steps finished together; the second one's publish overtook the first's.
     _publish(run, events[2])
@@ -122,11 +127,7 @@ async def test_events_published_out_of_order_reach_the_page_in_order_without_a_r
 
 
 async def test_a_gap_that_pub_sub_does_not_fill_is_filled_from_the_log(make_user):
-    _, run, cookie = await _setup(make_user)
-    ws, connected, _ = await _connect(run.pk, cookie)
-    assert connected
-    assert await _receive_events_until_replay_done(ws) == []
-    events = await _logged_unpublished(run, 1, 2)
+    run, ws, events = await _watching_two_unpublished_events(make_user)
 
     _publish(run, events[2])  # the publish of event 1 never comes
 
