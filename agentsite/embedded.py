@@ -242,6 +242,19 @@ def start_local_model(
 
 def wait_for_http(url: str, timeout: float = 30.0) -> None:
     """Wait until url gives any HTTP response (a 302, 404 or 500 counts too)."""
+    if error := _poll(url, timeout, any_status=True):
+        raise RuntimeError(f"No HTTP answer from {url} within {timeout:g} s (last error: {error})")
+
+
+def wait_for_ok(url: str, timeout: float = 30.0) -> None:
+    """Wait until url answers 200: a model server answers 503 while it is still loading."""
+    if error := _poll(url, timeout, any_status=False):
+        raise RuntimeError(f"{url} did not answer 200 within {timeout:g} s (last: {error})")
+
+
+def _poll(url: str, timeout: float, *, any_status: bool) -> Exception | None:
+    """Ask url until it answers (with any status, or with a success); None once it has, else
+    the last error when the time is up."""
     # No proxies: a proxy from the environment must not answer for a local server.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
     deadline = time.monotonic() + timeout
@@ -250,28 +263,15 @@ def wait_for_http(url: str, timeout: float = 30.0) -> None:
         remaining = max(0.1, min(2.0, deadline - time.monotonic()))
         try:
             with opener.open(url, timeout=remaining):
-                return
-        except urllib.error.HTTPError:
-            return  # an error status is still an answer
+                return None
+        except urllib.error.HTTPError as error:
+            if any_status:
+                return None  # an error status is still an answer
+            last_error = error  # e.g. 503 while a model loads
         except (OSError, ValueError) as error:  # URLError is an OSError
             last_error = error
-            time.sleep(0.1)
-    raise RuntimeError(f"No HTTP answer from {url} within {timeout:g} s (last error: {last_error})")
-
-
-def wait_for_ok(url: str, timeout: float = 30.0) -> None:
-    """Wait until url answers 200: a model server answers 503 while it is still loading."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            with opener.open(url, timeout=max(0.1, min(2.0, deadline - time.monotonic()))):
-                return
-        except (OSError, ValueError) as error:  # HTTPError (503 while loading) is an OSError
-            last = error
-            time.sleep(0.2)
-    raise RuntimeError(f"{url} did not answer 200 within {timeout:g} s (last: {last})")
+        time.sleep(0.1)
+    return last_error or TimeoutError("no answer")
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
