@@ -45,15 +45,7 @@ def event_append(
 ) -> RunEvent:
     """Store the next event of the run; publish it to the run's watchers once the transaction
     commits, with the transaction's other events, after its tasks are enqueued."""
-    payload = payload or {}
-    kind = check_event(type, payload)
-    # No savepoint of its own: inside a caller's transaction the event lives or dies with it.
-    with transaction.atomic(savepoint=False):
-        # The UPDATE locks the run row until commit, so sequence numbers never collide.
-        with connection.cursor() as cursor:
-            cursor.execute(_NEXT_SEQS, [1, run_id])
-            (seq,) = cursor.fetchone()
-        return _record(run_id, seq, kind, payload, step_id)
+    return events_append(run_id, [(type, payload or {}, step_id)])[0]
 
 
 def events_append(
@@ -65,7 +57,9 @@ def events_append(
     if not events:
         return []
     kinds = [(check_event(type, payload), payload, step_id) for type, payload, step_id in events]
+    # No savepoint of its own: inside a caller's transaction the events live or die with it.
     with transaction.atomic(savepoint=False):
+        # The UPDATE locks the run row until commit, so sequence numbers never collide.
         with connection.cursor() as cursor:
             cursor.execute(_NEXT_SEQS, [len(kinds), run_id])
             (last,) = cursor.fetchone()
