@@ -145,7 +145,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _django_setup() -> None:
+def django_setup() -> None:
     """Settings from the environment, as for `make run`, but in a folder of the bench's own."""
     var_dir = Path(os.environ.get("BENCH_VAR_DIR", BASE_DIR / "var" / "bench"))
     os.environ["AGENTSITE_VAR_DIR"] = str(var_dir)
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     slots = args.slots or min(widest, MAX_DEFAULT_SLOTS)
 
     load_before = [round(value, 2) for value in os.getloadavg()]
-    _django_setup()
+    django_setup()
     from django.conf import settings
     from django.db import connection
 

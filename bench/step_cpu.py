@@ -28,9 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ["AGENTSITE_OFFLINE_LATENCY_S"] = "0"
 
-    from bench.__main__ import _django_setup
+    from bench.__main__ import django_setup
 
-    _django_setup()
+    django_setup()
     from django.conf import settings
 
     from agentsite import embedded
