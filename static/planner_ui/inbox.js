@@ -14,7 +14,11 @@
     if (count !== last) {
       last = count;
       const list = document.getElementById("inbox-list");
-      if (list && window.htmx) htmx.ajax("GET", list.dataset.url, {target: "#inbox-list", swap: "outerHTML"});
+      // Everything but the outcome on top: the notice of a decision made on this page must
+      // not vanish when the count that decision changed comes back over the socket.
+      if (list && window.htmx) {
+        htmx.ajax("GET", list.dataset.url, {target: "#inbox-live", swap: "outerHTML", select: "#inbox-live"});
+      }
       document.body.dispatchEvent(new CustomEvent("approvals:changed", {detail: {pending: count}}));
     }
   }

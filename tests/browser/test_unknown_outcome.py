@@ -8,7 +8,8 @@ from playwright.sync_api import expect
 
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
-from planner_ui.models import Run, ToolReceipt
+from planner_ui.models import Approval, Run, ToolReceipt
+from planner_ui.services.events import user_broadcast
 from planner_ui.services.runs import run_approve_plan, run_create
 from tests.conftest import wait_until
 from tests.fakes.receiver import Receiver
@@ -56,7 +57,17 @@ def test_decide_an_unknown_outcome_from_the_inbox(
         expect(card).to_contain_text("stopped before it learned the outcome")
         expect(card.locator("input.tick")).to_have_count(0)  # one of three answers, not a tick
         card.get_by_role("button", name="It happened").click()
-        expect(page.locator("#inbox-list .notice")).to_contain_text("http_post: it happened.")
+        notice = page.locator("#inbox-list .notice")
+        expect(notice).to_contain_text("http_post: it happened.")
+        # A new request arrives over the socket and the list refreshes: the new card shows,
+        # and the outcome of the person's own decision stays on top.
+        Approval.objects.create(
+            run=run, step_id="later", call_key="1:c", tool="send_email", effect="send", arguments={}
+        )
+        user_broadcast(alice.pk, {"type": "approvals.changed"})
+        expect(page.locator("#inbox-pending .approval")).to_contain_text("send_email")
+        expect(notice).to_contain_text("http_post: it happened.")
+        Approval.objects.filter(step_id="later").delete()  # not a call of this run's plan
 
         run = wait_until(
             lambda: (r := Run.objects.get(pk=run.pk)).is_finished and r, timeout=60, what="the run"
