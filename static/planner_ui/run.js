@@ -59,21 +59,45 @@
   // While an edit is on its way, its own response brings the new plan: a refresh triggered by
   // the same change arriving over the socket would only re-mount the graph a second time.
   let changesInFlight = 0;
+  // A refresh asked for before a change went out answers with the page before that change, and
+  // swapping it in would detach the form whose answer is on its way: htmx then finds no
+  // #plan-notice for the outcome (it looks in the form's detached tree). Such a refresh is
+  // dropped, and one more is made once the changes have landed.
+  let changesStarted = 0;
+  let refreshOwed = false;
+  function isChange(e) {
+    return e.detail.target && e.detail.target.id === "run-main" && e.detail.requestConfig && e.detail.requestConfig.verb === "post";
+  }
+  function refreshOf(e) {
+    const id = e.detail.target && e.detail.target.id;
+    return (id === "run-main" || id === "steps") && e.detail.requestConfig && e.detail.requestConfig.verb === "get" ? id : null;
+  }
   document.body.addEventListener("htmx:beforeRequest", (e) => {
-    if (e.detail.target && e.detail.target.id === "run-main" && e.detail.requestConfig.verb === "post") changesInFlight++;
+    if (isChange(e)) { changesInFlight++; changesStarted++; }
+    else if (refreshOf(e)) e.detail.xhr.changesBefore = changesStarted;
   });
   document.body.addEventListener("htmx:afterRequest", (e) => {
-    if (e.detail.target && e.detail.target.id === "run-main" && e.detail.requestConfig.verb === "post") changesInFlight = Math.max(0, changesInFlight - 1);
-  });
-
-  function refreshMain() {
+    if (!isChange(e)) return;
+    changesInFlight = Math.max(0, changesInFlight - 1);
     if (changesInFlight > 0) return;
+    if (refreshOwed) { refreshOwed = false; refreshMain(); }
+    if (dirtyCards.size && !cardTimer) cardTimer = setTimeout(fetchCards, 120);
+  });
+  function refreshMain() {
+    if (changesInFlight > 0) { refreshOwed = true; return; }
     if (!window.htmx) { window.location.reload(); return; }
     htmx.ajax("GET", fragmentUrl, {target: "#run-main", swap: "innerHTML"});
   }
   // Noted at swap time, not when the refresh was asked for: typing goes on meanwhile.
   document.body.addEventListener("htmx:beforeSwap", (e) => {
-    if (e.detail.target && e.detail.target.id === "run-main" && e.detail.requestConfig && e.detail.requestConfig.verb === "get") keepOpenParts();
+    const refreshed = refreshOf(e);
+    if (!refreshed) return;
+    if (changesInFlight > 0 || e.detail.xhr.changesBefore !== changesStarted) {
+      e.detail.shouldSwap = false;
+      if (refreshed === "run-main" && changesInFlight > 0) refreshOwed = true;
+      return;
+    }
+    if (refreshed === "run-main") keepOpenParts();
   });
 
   // A refresh that the socket triggers must not fold away a form a person opened, nor lose
@@ -135,7 +159,7 @@
   }
   function fetchCards() {
     cardTimer = null;
-    if (!dirtyCards.size || !window.htmx) return;
+    if (!dirtyCards.size || !window.htmx || changesInFlight > 0) return;
     const ids = Array.from(dirtyCards);
     dirtyCards.clear();
     htmx.ajax("GET", page.dataset.cardsUrl + "?steps=" + encodeURIComponent(ids.join(",")), {target: "#steps", swap: "none"});

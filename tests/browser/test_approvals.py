@@ -3,10 +3,13 @@ the header's badge following along; what arrives at the far end is counted."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from playwright.sync_api import expect
 
 from planner_ui.models import Approval, Run
+from planner_ui.services.runs import run_pause, run_resume
 from tests.fakes.receiver import Receiver
 
 from .flows import login, submit_task
@@ -90,3 +93,98 @@ def test_cancel_a_run_waiting_for_approval_from_the_inbox_page(
     expect(page.locator("#approvals-decided .approval")).to_contain_text("Withdrawn")
     assert Approval.objects.get(run=run).state == Approval.State.WITHDRAWN
     assert page.js_errors == []
+
+
+def test_a_refresh_landing_while_a_decision_is_on_its_way_keeps_its_outcome(
+    page, daphne_url, celery_worker_process, make_user
+):
+    """The run page refreshes itself when events arrive. One that lands while a person's decision
+    is on its way used to replace the form that sent it, and htmx then found nowhere to show the
+    outcome. Here a pause from another tab asks for a refresh, which is held until the decision
+    has gone out and let go just before the decision's answer comes back: the order that a busy
+    run produces now and then."""
+    alice = make_user("alice", "pw-for-tests-1")
+    htmx_errors: list[str] = []
+    page.on("console", lambda m: "htmx:" in m.text and htmx_errors.append(m.text))
+    with Receiver() as receiver:
+        login(page, daphne_url, "alice", "pw-for-tests-1")
+        submit_task(
+            page,
+            f"1. Post a note about tea to {receiver.url}/tea\n"
+            f"2. Post a note about coffee to {receiver.url}/coffee",
+        )
+        run = Run.objects.get()
+        page.click("#approve-plan")
+        pending = page.locator("#approvals-pending .approval")
+        expect(pending).to_have_count(2, timeout=30_000)
+        tea = Approval.objects.get(run=run, arguments__url=f"{receiver.url}/tea")
+        pending.filter(has_text=f"{receiver.url}/tea").locator(".approve-call").click()
+        expect(page.locator("#plan-notice")).to_contain_text("Approved http_post.")
+        expect(page.locator(f"#step-{tea.step_id}")).to_have_attribute(
+            "data-status", "succeeded", timeout=30_000
+        )
+        page.evaluate(
+            """() => {
+              window.refreshesDone = 0;
+              document.body.addEventListener("htmx:afterRequest", (e) => {
+                const get = e.detail.requestConfig.verb === "get";
+                if (get && e.detail.target.id === "run-main") window.refreshesDone++;
+              });
+            }"""
+        )
+
+        held_refreshes, held_decisions = [], []
+        holding = [True]
+
+        def hold_refresh(route):
+            if holding[0] and route.request.headers.get("hx-request"):
+                held_refreshes.append(route)
+            else:
+                route.continue_()
+
+        def hold_rejection(route):
+            if "decision=reject" in (route.request.post_data or ""):
+                held_decisions.append((route, route.fetch()))
+            else:
+                route.continue_()
+
+        page.route(f"{daphne_url}/runs/{run.pk}/", hold_refresh)
+        page.route(f"{daphne_url}/approvals/*/decide/", hold_rejection)
+
+        run_pause(run.pk, alice)
+        wait_until(page, lambda: held_refreshes, "the refresh the pause asks for")
+        coffee = pending.filter(has_text=f"{receiver.url}/coffee")
+        coffee.locator('input[name="reason"]').fill("Coffee notes go out on Fridays")
+        coffee.locator(".reject-call").click()
+        wait_until(page, lambda: held_decisions, "the rejection")
+        # The rejection is decided on the server; its answer waits while the refresh lands.
+        assert Approval.objects.get(run=run, arguments__url=f"{receiver.url}/coffee").state == (
+            Approval.State.REJECTED
+        )
+        done = page.evaluate("window.refreshesDone")
+        holding[0] = False
+        for route in held_refreshes:
+            route.continue_()
+        page.wait_for_function(f"window.refreshesDone >= {done + len(held_refreshes)}")
+        route, answer = held_decisions[0]
+        route.fulfill(response=answer)
+
+        expect(page.locator("#plan-notice")).to_contain_text("Rejected http_post.")
+        # The refresh that was dropped is made up for: the page shows the pause and the decision.
+        expect(page.locator("#resume-run")).to_be_visible()
+        decided = page.locator("#approvals-decided .approval")
+        expect(decided).to_have_count(2)
+        expect(decided.filter(has_text="/coffee")).to_contain_text("Coffee notes go out on Fridays")
+        run_resume(run.pk, alice)
+        expect(page.locator("#run-status")).to_have_text("succeeded", timeout=60_000)
+        assert [r["path"] for r in receiver.received] == ["/tea"]
+    assert htmx_errors == []
+    assert page.js_errors == []
+
+
+def wait_until(page, condition, what: str, timeout_s: float = 30.0) -> None:
+    """Wait, letting Playwright call the route handlers meanwhile, until `condition()` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
+        page.wait_for_timeout(50)
