@@ -56,15 +56,15 @@
     });
   }
 
-  // While an edit is on its way, its own response brings the new plan: a refresh triggered by
-  // the same change arriving over the socket would only re-mount the graph a second time.
+  // While a change is on its way, its own response brings the page as of some event: a
+  // refresh asked for meanwhile is made afterwards only if its event is newer than that (most
+  // are the change's own, and would only re-mount the graph a second time). A refresh asked for
+  // before the change went out is older than the change's answer, and swapping it in would
+  // detach the form whose answer is on its way: htmx then finds no #plan-notice for the outcome
+  // (it looks in the form's detached tree). Such a refresh is dropped.
   let changesInFlight = 0;
-  // A refresh asked for before a change went out answers with the page before that change, and
-  // swapping it in would detach the form whose answer is on its way: htmx then finds no
-  // #plan-notice for the outcome (it looks in the form's detached tree). Such a refresh is
-  // dropped, and one more is made once the changes have landed.
   let changesStarted = 0;
-  let refreshOwed = false;
+  let owedSeq = 0;  // the newest event whose refresh waits for the changes to land
   function isChange(e) {
     return e.detail.target && e.detail.target.id === "run-main" && e.detail.requestConfig && e.detail.requestConfig.verb === "post";
   }
@@ -80,11 +80,14 @@
     if (!isChange(e)) return;
     changesInFlight = Math.max(0, changesInFlight - 1);
     if (changesInFlight > 0) return;
-    if (refreshOwed) { refreshOwed = false; refreshMain(); }
-    if (dirtyCards.size && !cardTimer) cardTimer = setTimeout(fetchCards, 120);
+    // The answer has been swapped in by now, and renderedSeq read from it.
+    if (owedSeq > renderedSeq) refreshMain();
+    owedSeq = 0;
+    if (dirtySeq > renderedSeq) { if (!cardTimer) cardTimer = setTimeout(fetchCards, 120); }
+    else dirtyCards.clear();
   });
   function refreshMain() {
-    if (changesInFlight > 0) { refreshOwed = true; return; }
+    if (changesInFlight > 0) { owedSeq = Math.max(owedSeq, lastSeq); return; }
     if (!window.htmx) { window.location.reload(); return; }
     htmx.ajax("GET", fragmentUrl, {target: "#run-main", swap: "innerHTML"});
   }
@@ -92,11 +95,7 @@
   document.body.addEventListener("htmx:beforeSwap", (e) => {
     const refreshed = refreshOf(e);
     if (!refreshed) return;
-    if (changesInFlight > 0 || e.detail.xhr.changesBefore !== changesStarted) {
-      e.detail.shouldSwap = false;
-      if (refreshed === "run-main" && changesInFlight > 0) refreshOwed = true;
-      return;
-    }
+    if (e.detail.xhr.changesBefore !== changesStarted) { e.detail.shouldSwap = false; return; }
     if (refreshed === "run-main") keepOpenParts();
   });
 
@@ -142,10 +141,12 @@
   // The cards an event changed are fetched again, a few at a time, and come back out of band
   // from the same template the page was first rendered with.
   const dirtyCards = new Set();
+  let dirtySeq = 0;  // the newest event that made a card dirty
   let cardTimer = null;
   function refreshCard(stepId) {
     if (!stepId) return;
     dirtyCards.add(stepId);
+    dirtySeq = Math.max(dirtySeq, lastSeq);
     if (!cardTimer) cardTimer = setTimeout(fetchCards, 120);
   }
   // The timeline follows the steps, a few times a second at most.
