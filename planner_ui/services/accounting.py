@@ -11,7 +11,6 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 
 from planner_ui.core import pricing
 from planner_ui.core.errors import RunStopped
@@ -23,6 +22,7 @@ from planner_ui.models import ModelCall, Run, Step
 from planner_ui.providers.base import Provider
 from planner_ui.providers.metered import CallRecord, MeteredProvider
 
+from . import sql
 from .events import event_record
 from .scheduler import run_fail
 
@@ -70,12 +70,11 @@ def metered(run: Run, step_id: str, provider: Provider) -> MeteredProvider:
 
 
 def _spent(run_id: int) -> tuple[str, int, Decimal]:
-    status, tokens_in, tokens_out, cost = (
-        Run.objects.filter(pk=run_id)
-        .values_list("status", "tokens_in", "tokens_out", "cost_usd")
-        .get()
-    )
-    return status, tokens_in + tokens_out, cost
+    ((status, tokens_in, tokens_out, cost),) = sql.rows(_SPENT, [run_id])
+    return status, tokens_in + tokens_out, sql.decimal_of(cost)
+
+
+_SPENT = f"SELECT status, tokens_in, tokens_out, cost_usd FROM {sql.table(Run)} WHERE id = %s"
 
 
 def call_record(
@@ -90,40 +89,38 @@ def call_record(
     usage = call.usage
     price = price_of(call.provider, call.model, requested_model)
     cost = pricing.call_cost(usage, price) if price is not None else None
-    bumps = {
-        "tokens_in": F("tokens_in") + usage.input_tokens,
-        "tokens_out": F("tokens_out") + usage.output_tokens,
-        "tokens_cache_read": F("tokens_cache_read") + usage.cache_read_tokens,
-        "tokens_cache_write": F("tokens_cache_write") + usage.cache_write_tokens,
-        "model_calls": F("model_calls") + 1,
-        "cost_usd": F("cost_usd") + (cost or Decimal(0)),
-    }
+    usage_params = [
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_tokens,
+        usage.cache_write_tokens,
+        sql.amount(cost or Decimal(0)),
+    ]
+    row = ModelCall(
+        run_id=run_id,
+        step_id=step_id,
+        purpose=call.purpose,
+        role=role_of(call.purpose),
+        provider=call.provider,
+        model=call.model,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=cost,
+        latency_ms=round(call.latency_s * 1000),
+        stop_reason=call.stop_reason,
+        error=call.error,
+    )
     with transaction.atomic():
-        row = ModelCall.objects.create(
-            run_id=run_id,
-            step_id=step_id,
-            purpose=call.purpose,
-            role=role_of(call.purpose),
-            provider=call.provider,
-            model=call.model,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
-            cost_usd=cost,
-            latency_ms=round(call.latency_s * 1000),
-            stop_reason=call.stop_reason,
-            error=call.error,
-        )
+        sql.insert(row)
         if step_id:
-            Step.objects.filter(run_id=run_id, step_id=step_id).update(**bumps)
+            sql.rows(_ADD_TO_STEP, [*usage_params, run_id, step_id])
         # The totals and the event's sequence number in one statement on the run's row.
-        Run.objects.filter(pk=run_id).update(**bumps, last_event_seq=F("last_event_seq") + 1)
-        seq, status, tokens_in, tokens_out, spent_usd = (
-            Run.objects.filter(pk=run_id)
-            .values_list("last_event_seq", "status", "tokens_in", "tokens_out", "cost_usd")
-            .get()
+        ((seq, status, tokens_in, tokens_out, spent),) = sql.rows(
+            _ADD_TO_RUN, [*usage_params, run_id]
         )
+        spent_usd = sql.decimal_of(spent)
         event_record(
             run_id,
             seq,
@@ -147,6 +144,18 @@ def call_record(
     if reason and status not in TERMINAL_RUN_STATUSES:
         budget_stop(run_id, reason)
     return row
+
+
+_ADD_USAGE = (
+    "tokens_in = tokens_in + %s, tokens_out = tokens_out + %s, "
+    "tokens_cache_read = tokens_cache_read + %s, tokens_cache_write = tokens_cache_write + %s, "
+    "model_calls = model_calls + 1, cost_usd = cost_usd + CAST(%s AS NUMERIC)"
+)
+_ADD_TO_STEP = f"UPDATE {sql.table(Step)} SET {_ADD_USAGE} WHERE run_id = %s AND step_id = %s"
+_ADD_TO_RUN = (
+    f"UPDATE {sql.table(Run)} SET {_ADD_USAGE}, last_event_seq = last_event_seq + 1 "
+    "WHERE id = %s RETURNING last_event_seq, status, tokens_in, tokens_out, cost_usd"
+)
 
 
 def budget_stop(run_id: int, reason: str) -> None:

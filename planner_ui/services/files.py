@@ -35,17 +35,22 @@ class Workspace:
     stored: dict[str, str] = field(default_factory=dict)
 
 
-def workspace_checkout(run_id: int, step_id: str) -> Workspace:
-    """A fresh local folder holding every file of the run, for one attempt of one step."""
+def workspace_checkout(run_id: int, step_id: str, *, files: bool = True) -> Workspace:
+    """A fresh local folder holding every file of the run, for one attempt of one step.
+
+    Without `files`, for a step granted no tool (it has no way to reach them), the folder is
+    named but neither made nor filled: most steps of a plan read and write no file."""
     root = (
         Path(settings.AGENTSITE_WORKSPACES_DIR)
         / f"run-{run_id}"
         / f"{step_id}-{uuid.uuid4().hex[:8]}"
     )
-    root.mkdir(parents=True)
     workspace = Workspace(run_id, step_id, root)
-    for path, content, digest in RunFile.objects.filter(run_id=run_id).values_list(
-        "path", "content", "sha256"
+    if not files:
+        return workspace
+    root.mkdir(parents=True)
+    for path, content, digest in (
+        RunFile.objects.filter(run_id=run_id).order_by().values_list("path", "content", "sha256")
     ):
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from planner_ui import tasks
@@ -28,6 +27,7 @@ from planner_ui.core.status import (
 )
 from planner_ui.models import Approval, Run, Step
 
+from . import sql
 from .broadcast import after_commit
 from .events import event_append, events_append, owner_notify
 
@@ -81,19 +81,21 @@ def dependencies_count(run: Run) -> None:
     Step.objects.bulk_update(steps, ["dependents", "waiting_on"])
 
 
-def dispatch_ready(run: Run, succeeded: Step | None = None) -> list[str]:
-    """Queue the pending steps whose dependencies all succeeded: after `succeeded`, only its
-    dependents (counted down by one); without it, every one of the run's."""
-    if succeeded is not None:
-        if not succeeded.dependents:
+def dispatch_ready(run: Run, unblocking: list[str] | None = None) -> list[str]:
+    """Queue the pending steps whose dependencies all succeeded. With `unblocking`, the
+    dependents of a step that just succeeded: each counted down by one, and only they are
+    looked at; without it, every step of the run."""
+    if unblocking is not None:
+        if not unblocking:
             return []
-        Step.objects.filter(run=run, step_id__in=succeeded.dependents).update(
-            waiting_on=F("waiting_on") - 1
+        sql.rows(
+            f"UPDATE {sql.table(Step)} SET waiting_on = waiting_on - 1 "
+            f"WHERE run_id = %s AND step_id IN ({sql.marks(len(unblocking))})",
+            [run.pk, *unblocking],
         )
     if run.replanning or run.paused_at:
         return []  # the plan is being revised, or a person paused the run
-    among = succeeded.dependents if succeeded is not None else None
-    ready = _queue_ready(run.pk, among)
+    ready = _queue_ready(run.pk, unblocking)
     events_append(run.pk, [("step.queued", {}, step_id) for step_id in ready])
     for step_id in ready:
         _enqueue(run.pk, tasks.execute_step, run.pk, step_id)
@@ -135,31 +137,32 @@ def step_resume(run_id: int, step_id: str) -> bool:
     return True
 
 
-def step_settled(run: Run, step: Step) -> None:
+def step_settled(run: Run, step_id: str, status: str, *, dependents: list[str], error: str) -> None:
     """After a step's result is recorded: queue what it unblocks, re-plan around a failure, or
     skip what is left; then close the run if nothing is left to do."""
     if run.status != RunStatus.RUNNING:
         return
-    if step.status == StepStatus.SUCCEEDED:
-        dispatch_ready(run, succeeded=step)
-    elif step.status == StepStatus.FAILED and replan_start(run, step):
+    if status == StepStatus.SUCCEEDED:
+        if dispatch_ready(run, unblocking=dependents):
+            return  # what it queued is still to run
+    elif status == StepStatus.FAILED and replan_start(run, step_id, error):
         return  # the revision decides what happens to the steps that are left
     else:
         # No re-planning: nothing new starts, running branches finish, the run fails.
-        reason = f"not run because step '{step.step_id}' failed"
+        reason = f"not run because step '{step_id}' failed"
         pending = list(
             run.steps.filter(status=StepStatus.PENDING).values_list("step_id", flat=True)
         )
         run.steps.filter(step_id__in=pending).move_to(
             StepStatus.SKIPPED, only_from={StepStatus.PENDING}, error=reason
         )
-        for step_id in pending:
-            event_append(run.pk, "step.skipped", {"reason": reason}, step_id=step_id)
+        for pending_id in pending:
+            event_append(run.pk, "step.skipped", {"reason": reason}, step_id=pending_id)
     run_finish_if_done(run)
 
 
-def replan_start(run: Run, step: Step) -> bool:
-    """After `step` failed: start re-planning if the run allows it.
+def replan_start(run: Run, step_id: str, error: str) -> bool:
+    """After step `step_id` failed with `error`: start re-planning if the run allows it.
 
     Returns False when the run does not re-plan (off, or its cap reached); the caller then
     fails what is left as before."""
@@ -172,13 +175,13 @@ def replan_start(run: Run, step: Step) -> bool:
             run.pk,
             "plan.replan_cap",
             {"replans": run.replans, "cap": run.max_replans},
-            step_id=step.step_id,
+            step_id=step_id,
         )
         return False
     run.replanning = True
     run.save(update_fields=["replanning"])
-    event_append(run.pk, "plan.replanning", {"error": step.error}, step_id=step.step_id)
-    _enqueue(run.pk, tasks.replan_task, run.pk, step.step_id)
+    event_append(run.pk, "plan.replanning", {"error": error}, step_id=step_id)
+    _enqueue(run.pk, tasks.replan_task, run.pk, step_id)
     return True
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from planner_ui.agents.checkpoint import Checkpoint
@@ -15,10 +16,11 @@ from planner_ui.agents.executor import StepOutcome, StepPaused, StepSpec, run_st
 from planner_ui.agents.synthesizer import synthesize
 from planner_ui.core.errors import AgentError, RunStopped
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
-from planner_ui.core.status import RunStatus, StepStatus
+from planner_ui.core.status import RunStatus, StepStatus, step_sources
 from planner_ui.models import Approval, Run, Step
 from planner_ui.selectors.tools import tools_for_step
 
+from . import sql
 from .approvals import approval_find
 from .events import event_append
 from .files import workspace_checkout, workspace_drop
@@ -40,28 +42,22 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
 
     A redelivered task may take over a running step whose heartbeat stopped; StepBusy means the
     heartbeat is still fresh, so another worker may still be on it."""
-    claimable = Q(status=StepStatus.QUEUED)
+    now = timezone.now()
+    # One conditional UPDATE, joined with the run's status rather than locking its row: a
+    # cancel that commits first leaves nothing claimable, one that commits after stops the
+    # step at its next call.
+    params: list[Any] = [StepStatus.RUNNING.value, sql.when(now), sql.when(now), worker, run_id]
+    params += [step_id, _QUEUED.value]
+    claimable = "status = %s"
     if redelivered:
         # The broker hands a task back when its worker died, but also when a live one merely
         # outlasted the visibility timeout: only a step whose heartbeat stopped is taken over.
-        stale = timezone.now() - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
-        claimable |= Q(status=StepStatus.RUNNING) & (
-            Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True)
-        )
+        stale = now - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
+        claimable = "(status = %s OR (status = %s AND (heartbeat_at < %s OR heartbeat_at IS NULL)))"
+        params += [_TAKEN_OVER.value, sql.when(stale)]
+    params += [run_id, RunStatus.RUNNING.value]
     with transaction.atomic():
-        now = timezone.now()
-        # One conditional UPDATE, joined with the run's status rather than locking its row: a
-        # cancel that commits first leaves nothing claimable, one that commits after stops the
-        # step at its next call.
-        claimed = Step.objects.filter(
-            claimable, run_id=run_id, step_id=step_id, run__status=RunStatus.RUNNING
-        ).move_to(
-            StepStatus.RUNNING,
-            attempts=F("attempts") + 1,
-            started_at=now,
-            heartbeat_at=now,
-            worker=worker,
-        )
+        claimed = sql.rows(_CLAIM.format(claimable=claimable), params)
         if not claimed:
             if (
                 redelivered
@@ -74,19 +70,31 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
             ):
                 raise StepBusy(step_id)
             return None
-        step = Step.objects.select_related("run").get(run_id=run_id, step_id=step_id)
+        ((pk, attempts),) = claimed
+        step = Step.objects.select_related("run").get(pk=pk)
         event_append(
-            run_id, "step.started", {"attempt": step.attempts, "worker": worker}, step_id=step_id
+            run_id, "step.started", {"attempt": attempts, "worker": worker}, step_id=step_id
         )
     return step
+
+
+# Claimed from queued, or from running when taken over: the transitions the table allows.
+(_QUEUED,) = step_sources(StepStatus.RUNNING, {StepStatus.QUEUED})
+(_TAKEN_OVER,) = step_sources(StepStatus.RUNNING, {StepStatus.RUNNING})
+_CLAIM = (
+    f"UPDATE {sql.table(Step)} SET status = %s, attempts = attempts + 1, started_at = %s, "
+    "heartbeat_at = %s, worker = %s WHERE run_id = %s AND step_id = %s AND {claimable} "
+    f"AND EXISTS (SELECT 1 FROM {sql.table(Run)} WHERE id = %s AND status = %s) "
+    "RETURNING id, attempts"
+)
 
 
 def _context_for(step: Step) -> list[tuple[str, str, str]]:
     parents = {
         s.step_id: s
-        for s in Step.objects.filter(run_id=step.run_id, step_id__in=step.depends_on).only(
-            "step_id", "title", "output"
-        )
+        for s in Step.objects.filter(run_id=step.run_id, step_id__in=step.depends_on)
+        .only("step_id", "title", "output")
+        .order_by()  # their order is depends_on's; the default one joins the run
     }
     return [
         (sid, parents[sid].title, parents[sid].output) for sid in step.depends_on if sid in parents
@@ -118,8 +126,9 @@ def _execute(step: Step, worker: str) -> None:
             outcome = synthesize(provider, run.task, _context_for(step), live_text(1))
         else:
             provider = run_provider(run, f"executor:{step.role}", step_id)
-            # The run's files, wherever they were written, in a local folder of this attempt.
-            workspace = workspace_checkout(run_id, step_id)
+            # The run's files, wherever they were written, in a local folder of this attempt;
+            # a step granted no tool cannot touch them.
+            workspace = workspace_checkout(run_id, step_id, files=bool(step.tools))
             tool_ctx = tool_context(workspace)
             outcome = run_step(
                 provider,
@@ -213,47 +222,60 @@ def step_finish(
     `stopped` means the run ended under the step (cancelled, budget spent): it is skipped with
     the reason rather than failed. With `worker`, only while that worker holds the step: one
     that stalled past its lease and was taken over records nothing."""
+    if outcome is not None:
+        # Tokens and cost were added call by call (services.accounting).
+        status, column, text = StepStatus.SUCCEEDED, "output", outcome.output
+    else:
+        status = StepStatus.SKIPPED if stopped else StepStatus.FAILED
+        column, text = "error", error
+    (source,) = step_sources(status, {StepStatus.RUNNING})
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        if outcome is not None:
-            # Tokens and cost were added call by call (services.accounting).
-            status, fields = StepStatus.SUCCEEDED, {"output": outcome.output}
-        else:
-            status = StepStatus.SKIPPED if stopped else StepStatus.FAILED
-            fields = {"error": error}
-        finished = _held(Step.objects.filter(run=run, step_id=step_id), worker).move_to(
-            status,
-            only_from={StepStatus.RUNNING},
-            finished_at=timezone.now(),
-            model=model,
-            **fields,
+        now = timezone.now()
+        params = [status.value, sql.when(now), model, text, run_id, step_id, source.value]
+        finished = sql.rows(
+            _FINISH.format(column=column, held=" AND worker = %s" if worker else ""),
+            params + [worker] if worker else params,
         )
         if not finished:
             return  # finished already by another delivery of the same task
-        # Its conversation so far is not needed to finish it, and can be long.
-        step = Step.objects.defer("checkpoint").get(run=run, step_id=step_id)
-        if step.status == StepStatus.SUCCEEDED:
+        ((tokens_in, tokens_out, model_calls, cost, started_at, dependents),) = finished
+        if status == StepStatus.SUCCEEDED:
+            started_at = sql.datetime_of(started_at)
             event_append(
                 run_id,
                 "step.succeeded",
                 {
-                    "output": step.output,
-                    "tokens_in": step.tokens_in,
-                    "tokens_out": step.tokens_out,
-                    "model_calls": step.model_calls,
-                    "cost_usd": str(step.cost_usd),
-                    "duration_s": step.duration_s,
+                    "output": text,
+                    "tokens_in": tokens_in,
+                    "tokens_out": tokens_out,
+                    "model_calls": model_calls,
+                    "cost_usd": str(sql.decimal_of(cost)),
+                    "duration_s": (now - started_at).total_seconds() if started_at else None,
                     "model": model,
                 },
                 step_id=step_id,
             )
-        elif step.status == StepStatus.SKIPPED:
+        elif status == StepStatus.SKIPPED:
             event_append(run_id, "step.skipped", {"reason": error}, step_id=step_id)
         else:
             event_append(run_id, "step.failed", {"error": error}, step_id=step_id)
-        step_settled(run, step)
+        step_settled(
+            run,
+            step_id,
+            status,
+            dependents=sql.json_of(Step._meta.get_field("dependents"), dependents),
+            error=error,
+        )
     # Outside the transaction: its output is stored, and Redis is not worth holding the lock.
     live_text_clear(run_id, step_id)
+
+
+_FINISH = (
+    f"UPDATE {sql.table(Step)} SET status = %s, finished_at = %s, model = %s, {{column}} = %s "
+    "WHERE run_id = %s AND step_id = %s AND status = %s{held} "
+    "RETURNING tokens_in, tokens_out, model_calls, cost_usd, started_at, dependents"
+)
 
 
 def _held(steps: QuerySet[Step], worker: str) -> QuerySet[Step]:

@@ -1,6 +1,7 @@
 """Accounting: every model call recorded and priced, totals per step and run, budgets that stop
 a run cleanly. These run on the offline model, whose usage figures are deterministic; the same
-properties through the real SDKs are in test_runs_with_anthropic and test_runs_with_openai."""
+properties through the real SDKs are in test_runs_with_anthropic and test_runs_with_openai. The
+totals are added up by the database (services.sql), so `make test` runs these on PostgreSQL too."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 
 from .test_runs import drive, planned
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.database, pytest.mark.django_db]
 
 TASK = "Compare tea and coffee for a morning routine"
 SUMS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")

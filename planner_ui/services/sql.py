@@ -1,0 +1,80 @@
+"""Plain SQL for the few statements every step makes, where building the query through the ORM
+costs more than running it (`make bench-step --profile` showed the ORM's compiler at about half
+of a step's CPU).
+
+The statements are written once, for SQLite (3.35 and later) and PostgreSQL alike, and say what
+they changed with `RETURNING`, so no write is followed by a read of the same row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection, models
+from django.utils.dateparse import parse_datetime
+from django.utils.timezone import is_aware, make_aware
+
+
+def table(model: type[models.Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def marks(count: int) -> str:
+    """`%s, %s, …`: the placeholders of an IN list."""
+    return ", ".join(["%s"] * count)
+
+
+def when(value: datetime) -> Any:
+    """A datetime as the database stores it (SQLite keeps text in the ORM's own format)."""
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def amount(value: Decimal) -> Any:
+    return connection.ops.adapt_decimalfield_value(value)
+
+
+def rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Run one statement; the rows it returns (those of its RETURNING clause for a write)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def decimal_of(value: Any) -> Decimal:
+    """A DECIMAL column read back: PostgreSQL gives a Decimal, SQLite a float or an integer."""
+    return value if isinstance(value, Decimal) else Decimal(str(value)).quantize(Decimal("1e-6"))
+
+
+def json_of(field: models.Field, value: Any) -> Any:
+    """A JSON column read back, decoded as the ORM would."""
+    return field.from_db_value(value, None, connection)
+
+
+def insert(instance: models.Model) -> None:
+    """Insert one new instance as `Model.save()` would (its defaults and `auto_now_add` applied),
+    in one INSERT … RETURNING of its primary key, which is set on it."""
+    meta = instance._meta
+    fields = [f for f in meta.local_concrete_fields if f is not meta.pk]
+    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    pk = connection.ops.quote_name(meta.pk.column)
+    ((key,),) = rows(
+        f"INSERT INTO {table(type(instance))} ({columns}) VALUES ({marks(len(fields))}) "
+        f"RETURNING {pk}",
+        values,
+    )
+    instance.pk = key
+    instance._state.adding = False
+    instance._state.db = connection.alias
+
+
+def datetime_of(value: Any) -> datetime | None:
+    """A DATETIME column read back, aware: SQLite's driver gives a naive datetime in UTC (or the
+    ORM's text where it cannot tell the column's type), PostgreSQL's an aware one."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if value is None or is_aware(value):
+        return value
+    return make_aware(value, UTC)

@@ -1,0 +1,84 @@
+"""The hot path's plain SQL (services.sql) writes and reads back what the ORM would. `make test`
+runs these on SQLite and, where a PostgreSQL server answers, again on PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from planner_ui.models import ModelCall, Run, Step
+from planner_ui.services import sql
+
+pytestmark = [pytest.mark.database, pytest.mark.django_db]
+
+
+@pytest.fixture
+def run(make_user) -> Run:
+    return Run.objects.create(owner=make_user(), task="Compare tea and coffee")
+
+
+def test_insert_applies_defaults_and_auto_now_add_and_sets_the_key(run):
+    before = timezone.now()
+    call = ModelCall(
+        run_id=run.pk, purpose="executor:writer", role="writer", provider="offline", model="m"
+    )
+    call.cost_usd = Decimal("0.000123")
+    sql.insert(call)
+    stored = ModelCall.objects.get(pk=call.pk)
+    assert not call._state.adding
+    assert stored.created_at == call.created_at
+    assert stored.created_at >= before
+    assert stored.cost_usd == Decimal("0.000123")
+    assert (stored.input_tokens, stored.latency_ms, stored.error) == (0, 0, "")
+
+
+def test_insert_keeps_a_null_decimal_null(run):
+    call = ModelCall(run_id=run.pk, purpose="planner", role="planner", provider="p", model="m")
+    sql.insert(call)
+    assert ModelCall.objects.get(pk=call.pk).cost_usd is None
+
+
+def test_what_returning_gives_back_reads_as_the_orm_reads_it(run):
+    started = timezone.now()
+    step = Step.objects.create(
+        run=run,
+        step_id="a",
+        title="A",
+        instruction="Do a",
+        role="writer",
+        dependents=["b", "c"],
+        started_at=started,
+        cost_usd=Decimal("1.5"),
+    )
+    ((started_at, cost, dependents),) = sql.rows(
+        f"UPDATE {sql.table(Step)} SET cost_usd = cost_usd + CAST(%s AS NUMERIC) "
+        "WHERE id = %s RETURNING started_at, cost_usd, dependents",
+        [sql.amount(Decimal("0.000001")), step.pk],
+    )
+    assert sql.datetime_of(started_at) == started
+    assert sql.decimal_of(cost) == Decimal("1.500001")
+    assert str(sql.decimal_of(cost)) == "1.500001"
+    assert sql.json_of(Step._meta.get_field("dependents"), dependents) == ["b", "c"]
+    step.refresh_from_db()
+    assert step.cost_usd == Decimal("1.500001")
+
+
+def test_a_statement_that_returns_nothing_gives_no_rows(run):
+    assert sql.rows(f"UPDATE {sql.table(Run)} SET task = %s WHERE id = %s", ["x", run.pk]) == []
+    assert sql.rows(f"SELECT id FROM {sql.table(Run)} WHERE id = %s", [run.pk + 1]) == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2026-11-25 22:08:30.633705",
+        datetime(2026, 11, 25, 22, 8, 30, 633705),
+        datetime(2026, 11, 25, 22, 8, 30, 633705, tzinfo=UTC),
+    ],
+)
+def test_datetime_of_reads_text_naive_and_aware_alike(value):
+    assert sql.datetime_of(value) == datetime(2026, 11, 25, 22, 8, 30, 633705, tzinfo=UTC)
+    assert sql.datetime_of(None) is None
