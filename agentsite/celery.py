@@ -25,7 +25,12 @@ def _say_alive(sender: object, **_: object) -> None:
 
 @worker_init.connect
 def _preload(**_: object) -> None:
-    """Before the pool forks: what every step imports is then imported once, not per process."""
+    """Before the pool forks: what every step imports is then imported once, not per process
+    (py-spy found a worker process's first step spending about 0.1 s importing the services)."""
+    from django.apps import apps
+
     from planner_ui.providers import preload
 
     preload()
+    if apps.ready:  # Celery's Django fixup has set Django up by now; the services need it
+        from planner_ui.services import leases, proposals, replans, runs, steps, sweep  # noqa: F401
