@@ -42,21 +42,25 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
 
     A redelivered task may take over a running step whose heartbeat stopped; StepBusy means the
     heartbeat is still fresh, so another worker may still be on it."""
-    now = timezone.now()
-    # One conditional UPDATE, joined with the run's status rather than locking its row: a
-    # cancel that commits first leaves nothing claimable, one that commits after stops the
-    # step at its next call.
-    params: list[Any] = [StepStatus.RUNNING.value, sql.when(now), sql.when(now), worker, run_id]
-    params += [step_id, _QUEUED.value]
-    claimable = "status = %s"
-    if redelivered:
-        # The broker hands a task back when its worker died, but also when a live one merely
-        # outlasted the visibility timeout: only a step whose heartbeat stopped is taken over.
-        stale = now - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
-        claimable = "(status = %s OR (status = %s AND (heartbeat_at < %s OR heartbeat_at IS NULL)))"
-        params += [_TAKEN_OVER.value, sql.when(stale)]
-    params += [run_id, RunStatus.RUNNING.value]
     with transaction.atomic():
+        # Stamped once this worker holds the database's write lock, as the finish is.
+        now = timezone.now()
+        # One conditional UPDATE, joined with the run's status rather than locking its row: a
+        # cancel that commits first leaves nothing claimable, one that commits after stops the
+        # step at its next call.
+        params: list[Any] = [StepStatus.RUNNING.value, sql.when(now), sql.when(now), worker]
+        params += [run_id, step_id, _QUEUED.value]
+        claimable = "status = %s"
+        if redelivered:
+            # The broker hands a task back when its worker died, but also when a live one
+            # merely outlasted the visibility timeout: only a step whose heartbeat stopped is
+            # taken over.
+            stale = now - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
+            claimable = (
+                "(status = %s OR (status = %s AND (heartbeat_at < %s OR heartbeat_at IS NULL)))"
+            )
+            params += [_TAKEN_OVER.value, sql.when(stale)]
+        params += [run_id, RunStatus.RUNNING.value]
         claimed = sql.rows(_CLAIM.format(claimable=claimable), params)
         if not claimed:
             if (
