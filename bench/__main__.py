@@ -366,7 +366,18 @@ def _say(text: str) -> None:
 def _progress_line(figures: dict[str, Any]) -> str:
     return (
         f"  {figures['shape']} of {figures['plan_steps']}: makespan {figures['makespan_s']:.2f} s, "
-        f"ideal {figures['ideal_makespan_s']:.2f} s"
+        f"ideal {figures['ideal_makespan_s']:.2f} s; {_held(figures['websocket'])}"
+    )
+
+
+def _held(websocket: dict[str, Any]) -> str:
+    order = websocket["published_out_of_order"]
+    hold = order["hold"]
+    if not order["held"]:
+        return f"all {order['events']} events published in order"
+    return (
+        f"{order['held']} of {order['events']} events published before an earlier one, "
+        f"held {hold['p50_ms']} / {hold['max_ms']} ms (p50 / max)"
     )
 
 

@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -130,3 +131,17 @@ def event_latencies(received: Iterable[tuple[float, bytes]]) -> Received:
         result.delays_by_type.setdefault(event["type"], []).append(delay)
         result.copies_by_seq[event["seq"]] = result.copies_by_seq.get(event["seq"], 0) + 1
     return result
+
+
+def publish_holds(arrivals: Sequence[tuple[float, int]]) -> dict[str, Any]:
+    """For events as published ((arrival, seq), bench.publish_order): how many came before one
+    with a lower sequence number, and for how long the consumer, which forwards in order,
+    holds each of those back (until every event before it has come)."""
+    by_seq = {seq: arrived for arrived, seq in arrivals}
+    holds: list[float] = []
+    last_in = float("-inf")
+    for seq in sorted(by_seq):
+        last_in = max(last_in, by_seq[seq])
+        if last_in > by_seq[seq]:
+            holds.append(last_in - by_seq[seq])
+    return {"events": len(by_seq), "held": len(holds), "hold": summary_ms(holds)}

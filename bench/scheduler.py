@@ -38,6 +38,7 @@ from planner_ui.tools import tool_names
 
 from . import metrics, shapes
 from .cpu import CpuWindow
+from .publish_order import PublishOrder
 from .websocket import Watchers
 
 HOST = "127.0.0.1"
@@ -270,6 +271,8 @@ def run_measure(
     if watchers is not None and clients:
         watchers.watch(run.pk, after=run.last_event_seq, count=clients)
     first_live_seq = run.last_event_seq + 1
+    published = PublishOrder(run.pk)
+    published.start()
     cpu = CpuWindow({"benchmark": os.getpid(), **stack.pids})
     cpu.start()
     run_approve_plan(run.pk)
@@ -282,6 +285,7 @@ def run_measure(
     if watchers is not None and clients:
         delivered_all = watchers.wait_for_seq(run.last_event_seq, timeout=10.0)
         received = watchers.stop()
+    publish_order = metrics.publish_holds(published.stop())
 
     steps = [
         metrics.StepTiming(
@@ -341,6 +345,8 @@ def run_measure(
             **metrics.summary_ms(delivered.event_delays_s),
             "missing": expected - sum(delivered.copies_by_seq.get(seq, 0) for seq in live_events),
             "all_delivered_within_10s": delivered_all,
+            # Published before an event with a lower number, and so held back by the consumer.
+            "published_out_of_order": publish_order,
             "by_type": {
                 kind: metrics.summary_ms(delays)
                 for kind, delays in sorted(delivered.delays_by_type.items())
