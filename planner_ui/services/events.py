@@ -6,11 +6,12 @@ import json
 import logging
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from planner_ui.core.events import EventType, check_event
 from planner_ui.models import Run, RunEvent
 
+from . import sql
 from .broadcast import after_commit
 
 log = logging.getLogger(__name__)
@@ -60,14 +61,13 @@ def events_append(
     # No savepoint of its own: inside a caller's transaction the events live or die with it.
     with transaction.atomic(savepoint=False):
         # The UPDATE locks the run row until commit, so sequence numbers never collide.
-        with connection.cursor() as cursor:
-            cursor.execute(_NEXT_SEQS, [len(kinds), run_id])
-            (last,) = cursor.fetchone()
+        ((last,),) = sql.rows(_NEXT_SEQS, [len(kinds), run_id])
         first = last - len(kinds) + 1
-        stored = RunEvent.objects.bulk_create(
+        stored = [
             RunEvent(run_id=run_id, seq=first + n, type=kind, step_id=step_id, payload=payload)
             for n, (kind, payload, step_id) in enumerate(kinds)
-        )
+        ]
+        sql.insert_many(stored)
     for event in stored:
         _publish(event)
     return stored
@@ -84,9 +84,8 @@ def event_record(
 def _record(
     run_id: int, seq: int, kind: EventType, payload: dict[str, Any], step_id: str
 ) -> RunEvent:
-    event = RunEvent.objects.create(
-        run_id=run_id, seq=seq, type=kind, step_id=step_id, payload=payload
-    )
+    event = RunEvent(run_id=run_id, seq=seq, type=kind, step_id=step_id, payload=payload)
+    sql.insert(event)
     _publish(event)
     return event
 
@@ -105,6 +104,6 @@ def _publish(event: RunEvent) -> None:
 
 
 _NEXT_SEQS = (
-    f"UPDATE {Run._meta.db_table} SET last_event_seq = last_event_seq + %s "
+    f"UPDATE {sql.table(Run)} SET last_event_seq = last_event_seq + %s "
     "WHERE id = %s RETURNING last_event_seq"
 )

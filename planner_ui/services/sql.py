@@ -55,19 +55,39 @@ def json_of(field: models.Field, value: Any) -> Any:
 def insert(instance: models.Model) -> None:
     """Insert one new instance as `Model.save()` would (its defaults and `auto_now_add` applied),
     in one INSERT … RETURNING of its primary key, which is set on it."""
-    meta = instance._meta
+    insert_many([instance])
+
+
+def insert_many(instances: Sequence[models.Model]) -> None:
+    """Insert new instances of one model in one INSERT … RETURNING, as `insert` does one."""
+    if not instances:
+        return
+    meta = instances[0]._meta
     fields = [f for f in meta.local_concrete_fields if f is not meta.pk]
-    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+    # In batches the database accepts (SQLite limits the parameters of one statement).
+    size = connection.ops.bulk_batch_size(fields, instances)
+    if len(instances) > size:
+        for start in range(0, len(instances), size):
+            insert_many(instances[start : start + size])
+        return
+    values = [
+        f.get_db_prep_save(f.pre_save(instance, True), connection)
+        for instance in instances
+        for f in fields
+    ]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    pk = connection.ops.quote_name(meta.pk.column)
-    ((key,),) = rows(
-        f"INSERT INTO {table(type(instance))} ({columns}) VALUES ({marks(len(fields))}) "
-        f"RETURNING {pk}",
+    row = f"({marks(len(fields))})"
+    keys = rows(
+        f"INSERT INTO {table(type(instances[0]))} ({columns}) "
+        f"VALUES {', '.join([row] * len(instances))} "
+        f"RETURNING {connection.ops.quote_name(meta.pk.column)}",
         values,
     )
-    instance.pk = key
-    instance._state.adding = False
-    instance._state.db = connection.alias
+    # Both databases return the rows of a multi-row VALUES in its order, as bulk_create assumes.
+    for instance, (key,) in zip(instances, keys, strict=True):
+        instance.pk = key
+        instance._state.adding = False
+        instance._state.db = connection.alias
 
 
 def datetime_of(value: Any) -> datetime | None:

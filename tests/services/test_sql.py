@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
-from planner_ui.models import ModelCall, Run, Step
+from planner_ui.models import ModelCall, Run, RunEvent, Step
 from planner_ui.services import sql
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db]
@@ -82,3 +83,15 @@ def test_a_statement_that_returns_nothing_gives_no_rows(run):
 def test_datetime_of_reads_text_naive_and_aware_alike(value):
     assert sql.datetime_of(value) == datetime(2026, 11, 25, 22, 8, 30, 633705, tzinfo=UTC)
     assert sql.datetime_of(None) is None
+
+
+def test_insert_many_keeps_the_order_and_splits_what_one_statement_cannot_hold(run):
+    events = [
+        RunEvent(run_id=run.pk, seq=n, type="step.queued", step_id=f"s{n}", payload={"n": n})
+        for n in range(1, 401)
+    ]
+    assert connection.ops.bulk_batch_size(["a"] * 6, events) < 400 or connection.vendor != "sqlite"
+    sql.insert_many(events)
+    stored = {e.pk: (e.seq, e.step_id, e.payload) for e in RunEvent.objects.filter(run=run)}
+    assert [stored[e.pk] for e in events] == [(n, f"s{n}", {"n": n}) for n in range(1, 401)]
+    assert all(e.created_at is not None and not e._state.adding for e in events)
