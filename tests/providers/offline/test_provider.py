@@ -9,6 +9,7 @@ import pytest
 
 from planner_ui.providers.base import ModelRequest
 from planner_ui.providers.offline import OfflineProvider
+from planner_ui.providers.offline import provider as provider_module
 
 from .requests import (
     PROVIDER,
@@ -76,3 +77,59 @@ def test_latency_makes_each_call_take_at_least_that_long() -> None:
     elapsed = time.monotonic() - started
 
     assert elapsed >= 0.2
+
+
+class _Clock:
+    """Time that passes only when slept or spent: the schedule, without a timed test."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _stream(monkeypatch, listener_s: float) -> tuple[_Clock, list[float]]:
+    """Stream a reply with 0.2 s of latency to a listener that spends `listener_s` on a piece."""
+    clock = _Clock()
+    monkeypatch.setattr(provider_module, "time", clock)
+    arrivals: list[float] = []
+
+    def listener(piece: str) -> None:
+        arrivals.append(clock.now)
+        clock.now += listener_s
+
+    request = executor_request("Research Rust.", [])
+    reply = OfflineProvider(latency_s=0.2).complete(request, listener)
+    assert reply.text and len(arrivals) > 1
+    return clock, arrivals
+
+
+def test_streamed_pieces_come_on_the_models_schedule(monkeypatch) -> None:
+    clock, arrivals = _stream(monkeypatch, 0.0)
+    pieces = len(arrivals)
+    assert arrivals == pytest.approx([0.2 * n / pieces for n in range(1, pieces + 1)])
+    assert clock.now == pytest.approx(0.2)
+
+
+def test_a_listener_quicker_than_the_model_overlaps_its_waits(monkeypatch) -> None:
+    """What a listener spends on a piece overlaps the wait for the next, as with a model that
+    streams at its own pace: only the last piece's work adds to the call."""
+    clock, arrivals = _stream(monkeypatch, 0.01)
+    pieces = len(arrivals)
+    assert 0.2 / pieces > 0.01
+    assert arrivals == pytest.approx([0.2 * n / pieces for n in range(1, pieces + 1)])
+    assert clock.now == pytest.approx(0.21)
+
+
+def test_a_listener_slower_than_the_model_makes_the_call_late_by_its_own_work(monkeypatch) -> None:
+    clock, arrivals = _stream(monkeypatch, 0.05)
+    pieces = len(arrivals)
+    # The first piece is waited for; the rest are ready by the time the listener asks.
+    assert clock.slept == pytest.approx([0.2 / pieces])
+    assert clock.now == pytest.approx(0.2 / pieces + pieces * 0.05)
