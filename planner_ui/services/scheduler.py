@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from planner_ui import tasks
@@ -107,22 +107,15 @@ def _queue_ready(run_id: int, among: list[str] | None) -> list[str]:
     when given) to queued, in one conditional UPDATE that says which moved: two parents that
     finish at once can never queue the same child twice. In the plan's order."""
     sources = sorted(s.value for s in step_sources(StepStatus.QUEUED, {StepStatus.PENDING}))
-    sql = (
-        f"UPDATE {Step._meta.db_table} SET status = %s, queued_at = %s "
-        f"WHERE run_id = %s AND waiting_on = 0 AND status IN ({', '.join(['%s'] * len(sources))})"
+    statement = (
+        f"UPDATE {sql.table(Step)} SET status = %s, queued_at = %s "
+        f"WHERE run_id = %s AND waiting_on = 0 AND status IN ({sql.marks(len(sources))})"
     )
-    params: list[Any] = [
-        StepStatus.QUEUED.value,
-        connection.ops.adapt_datetimefield_value(timezone.now()),
-        run_id,
-        *sources,
-    ]
+    params: list[Any] = [StepStatus.QUEUED.value, sql.when(timezone.now()), run_id, *sources]
     if among is not None:
-        sql += f" AND step_id IN ({', '.join(['%s'] * len(among))})"
+        statement += f" AND step_id IN ({sql.marks(len(among))})"
         params += among
-    with connection.cursor() as cursor:
-        cursor.execute(sql + " RETURNING step_id, position", params)
-        moved = cursor.fetchall()
+    moved = sql.rows(statement + " RETURNING step_id, position", params)
     return [step_id for step_id, _ in sorted(moved, key=lambda row: (row[1], row[0]))]
 
 
