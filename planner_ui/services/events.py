@@ -62,15 +62,7 @@ def events_append(
     with transaction.atomic(savepoint=False):
         # The UPDATE locks the run row until commit, so sequence numbers never collide.
         ((last,),) = sql.rows(_NEXT_SEQS, [len(kinds), run_id])
-        first = last - len(kinds) + 1
-        stored = [
-            RunEvent(run_id=run_id, seq=first + n, type=kind, step_id=step_id, payload=payload)
-            for n, (kind, payload, step_id) in enumerate(kinds)
-        ]
-        sql.insert_many(stored)
-    for event in stored:
-        _publish(event)
-    return stored
+        return _store(run_id, last - len(kinds) + 1, kinds)
 
 
 def event_record(
@@ -78,16 +70,21 @@ def event_record(
 ) -> RunEvent:
     """Store an event whose sequence number the caller took from the run's row in this same
     transaction (services.accounting bumps it with the usage totals); publish it after commit."""
-    return _record(run_id, seq, check_event(type, payload), payload, step_id)
+    return _store(run_id, seq, [(check_event(type, payload), payload, step_id)])[0]
 
 
-def _record(
-    run_id: int, seq: int, kind: EventType, payload: dict[str, Any], step_id: str
-) -> RunEvent:
-    event = RunEvent(run_id=run_id, seq=seq, type=kind, step_id=step_id, payload=payload)
-    sql.insert(event)
-    _publish(event)
-    return event
+def _store(
+    run_id: int, first_seq: int, kinds: list[tuple[EventType, dict[str, Any], str]]
+) -> list[RunEvent]:
+    """Insert checked events numbered from `first_seq` in one statement; publish after commit."""
+    stored = [
+        RunEvent(run_id=run_id, seq=first_seq + n, type=kind, step_id=step_id, payload=payload)
+        for n, (kind, payload, step_id) in enumerate(kinds)
+    ]
+    sql.insert_many(stored)
+    for event in stored:
+        _publish(event)
+    return stored
 
 
 def _publish(event: RunEvent) -> None:
