@@ -13,8 +13,8 @@ import threading
 import time
 
 from channels.layers import get_channel_layer
-from django.conf import settings
 
+from planner_ui.services.broadcast import group_channel
 from planner_ui.services.events import run_group
 from planner_ui.services.redis_store import redis_client
 
@@ -23,8 +23,7 @@ class PublishOrder:
     """Subscribed to one run's group from `start()` to `stop()`, on a thread of its own."""
 
     def __init__(self, run_id: int) -> None:
-        prefix = settings.CHANNEL_LAYERS["default"].get("CONFIG", {}).get("prefix", "asgi")
-        self.channel = f"{prefix}__group__{run_group(run_id)}"
+        self.channel = group_channel(run_group(run_id))
         self.arrivals: list[tuple[float, int]] = []
         self._halt = threading.Event()
         self._pubsub = redis_client().pubsub(ignore_subscribe_messages=True)

@@ -30,6 +30,12 @@ def _layer_config() -> dict[str, Any]:
     return settings.CHANNEL_LAYERS["default"]
 
 
+def group_channel(group: str) -> str:
+    """The Redis pub/sub channel channels_redis' pub/sub layer carries `group`'s messages on."""
+    prefix = _layer_config().get("CONFIG", {}).get("prefix", "asgi")
+    return f"{prefix}__group__{group}"
+
+
 def group_publish(
     messages: Iterable[tuple[str, dict[str, Any]]],
     *,
@@ -52,10 +58,9 @@ def group_publish(
             for group, message in messages:
                 async_to_sync(layer.group_send)(group, message)
             return
-        prefix = config.get("CONFIG", {}).get("prefix", "asgi")
         serialize = get_channel_layer().serialize
         for group, message in messages:
-            pipe.publish(f"{prefix}__group__{group}", serialize(message))
+            pipe.publish(group_channel(group), serialize(message))
         pipe.execute()
     except Exception:
         log.warning("could not publish %d message(s) to watchers", len(messages), exc_info=True)
