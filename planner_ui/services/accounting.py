@@ -89,13 +89,6 @@ def call_record(
     usage = call.usage
     price = price_of(call.provider, call.model, requested_model)
     cost = pricing.call_cost(usage, price) if price is not None else None
-    usage_params = [
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_read_tokens,
-        usage.cache_write_tokens,
-        sql.amount(cost or Decimal(0)),
-    ]
     row = ModelCall(
         run_id=run_id,
         step_id=step_id,
@@ -112,6 +105,14 @@ def call_record(
         stop_reason=call.stop_reason,
         error=call.error,
     )
+    # What the call adds to its step's and run's totals, in _ADD_USAGE's order.
+    usage_params = [
+        row.input_tokens,
+        row.output_tokens,
+        row.cache_read_tokens,
+        row.cache_write_tokens,
+        sql.amount(cost or Decimal(0)),
+    ]
     with transaction.atomic():
         sql.insert(row)
         if step_id:
