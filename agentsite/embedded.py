@@ -240,6 +240,13 @@ def start_local_model(
     return _spawn(command, env=env, log_path=log_path)
 
 
+def start_model_supervisor(
+    *, env: dict[str, str] | None = None, log_path: Path | None = None
+) -> subprocess.Popen:
+    """Start `manage.py local_models`, which serves the local models an admin asks for."""
+    return _spawn([sys.executable, "manage.py", "local_models"], env=env, log_path=log_path)
+
+
 def wait_for_http(url: str, timeout: float = 30.0) -> None:
     """Wait until url gives any HTTP response (a 302, 404 or 500 counts too)."""
     if error := _poll(url, timeout, any_status=True):

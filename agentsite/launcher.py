@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             beat=True,  # the one worker also runs the periodic sweep
         )
         children.append(Child("celery worker", worker, log_dir / "worker.log"))
+        # Serves the models an admin starts from the form (AGENTSITE_LOCAL_MODEL's is above).
+        supervisor = embedded.start_model_supervisor(env=env, log_path=log_dir / "models.log")
+        children.append(Child("model supervisor", supervisor, log_dir / "models.log"))
         for child in children:
             if child.name != "redis-server":
                 _echo_problems(child)

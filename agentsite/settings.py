@@ -255,6 +255,7 @@ AGENTSITE_PRICES = {
     "anthropic:claude-opus-5": {"input": 5, "output": 25},
     "anthropic:claude-sonnet-5": {"input": 2, "output": 10},
     "offline:*": {"input": 0, "output": 0},
+    "local:*": {"input": 0, "output": 0},  # a model this machine serves: no bill
 }
 if os.environ.get("AGENTSITE_PRICES"):
     _prices = os.environ["AGENTSITE_PRICES"].strip()

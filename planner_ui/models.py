@@ -596,3 +596,42 @@ class McpServerTool(models.Model):
 
     def __str__(self) -> str:
         return f"{self.server.name}/{self.name} ({self.state})"
+
+
+class LocalModel(models.Model):
+    """A GGUF model an admin asked this installation to serve with llama.cpp. `make run`'s
+    model supervisor (manage.py local_models) starts what is wanted, stops what is not, and
+    writes back where it serves: a route `local:<name>` then reaches it. Without that
+    supervisor (a deployment not started by `make run`), a request waits and says so."""
+
+    class State(models.TextChoices):
+        WAITING = "waiting", "waiting for the model supervisor"
+        LOADING = "loading", "loading"
+        READY = "ready", "ready"
+        FAILED = "failed", "failed"
+        STOPPED = "stopped", "stopped"
+
+    # The file on the machine `make run` runs on; its stem is the model id routes name.
+    path = models.CharField(max_length=500, unique=True)
+    name = models.CharField(max_length=150, unique=True)
+    wanted = models.BooleanField(default=True)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.WAITING)
+    base_url = models.CharField(max_length=200, blank=True)
+    # Why it failed, or what the supervisor is doing.
+    detail = models.TextField(blank=True)
+    # New runs use it for every part the settings do not route elsewhere.
+    default_route = models.BooleanField(default=False)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"local model {self.name} ({self.state})"
+
+    @property
+    def route(self) -> str:
+        return f"local:{self.name}"

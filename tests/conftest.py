@@ -123,6 +123,21 @@ def daphne_url(django_db_setup: Any, django_db_blocker: Any, redis_url: str) -> 
         embedded.stop_processes([proc])
 
 
+@pytest.fixture
+def model_supervisor(django_db_blocker: Any) -> Iterator[Any]:
+    """`manage.py local_models` (what `make run` runs) on the test database: it serves the
+    local models a test asks for, with a fixed seed (the same plan every time)."""
+    with django_db_blocker.unblock():
+        env = child_env(AGENTSITE_LOCAL_MODEL_ARGS="--seed 7")
+    process = embedded.start_model_supervisor(
+        env=env, log_path=settings.VAR_DIR / "models-test.log"
+    )
+    try:
+        yield process
+    finally:
+        embedded.stop_processes([process])
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
     """Poll until predicate() is truthy; fail with `what` on timeout."""
     deadline = time.monotonic() + timeout

@@ -34,6 +34,8 @@ PROBE = """
 import json, django
 django.setup()
 from django.conf import settings
+from django.core.management import call_command
+call_command("migrate", verbosity=0)  # routes read the database too (a default local model)
 from planner_ui.services.providers import routes_for_run
 print(json.dumps({
     "provider": settings.AGENTSITE_PROVIDER,
@@ -46,7 +48,12 @@ print(json.dumps({
 
 
 def test_the_test_settings_ignore_keys_and_routes_from_the_shell() -> None:
-    env = {**os.environ, **SHELL, "DJANGO_SETTINGS_MODULE": "agentsite.settings_test"}
+    env = {
+        **os.environ,
+        **SHELL,
+        "DJANGO_SETTINGS_MODULE": "agentsite.settings_test",
+        "DATABASE_URL": "sqlite:///:memory:",
+    }
     result = subprocess.run(
         [sys.executable, "-c", PROBE], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
     )

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from .errors import AgentError
 
-# "scripted" replies from a queue a test filled (providers.scripted).
-PROVIDERS: tuple[str, ...] = ("offline", "anthropic", "openai", "scripted")
+# "scripted" replies from a queue a test filled (providers.scripted); "local" is a GGUF model
+# an admin started from the form, served by llama.cpp on the machine of `make run`.
+PROVIDERS: tuple[str, ...] = ("offline", "anthropic", "openai", "local", "scripted")
 # The offline provider has one model, whatever a route names.
 OFFLINE_MODEL = "offline-v1"
 

@@ -76,7 +76,7 @@ def build_provider(
         )
         _refuse_remote(route, connection, allow_model_requests)
         return AnthropicProvider(route.model, client)
-    if route.provider == "openai":
+    if route.provider in ("openai", "local"):  # a local model speaks OpenAI's protocol
         from .openai_compat import OpenAICompatProvider, make_client
 
         client = make_client(
@@ -86,7 +86,7 @@ def build_provider(
             max_retries=connection.max_retries,
         )
         _refuse_remote(route, connection, allow_model_requests)
-        return OpenAICompatProvider(route.model, client)
+        return OpenAICompatProvider(route.model, client, name=route.provider)
     raise ProviderError(f"Unknown model provider {route.provider!r}.")
 
 

@@ -105,8 +105,9 @@ def _no_retry_of_a_cut_off(response: httpx2.Response) -> None:
 class OpenAICompatProvider(Provider):
     name = "openai"
 
-    def __init__(self, model: str, client: openai.OpenAI) -> None:
+    def __init__(self, model: str, client: openai.OpenAI, *, name: str = "openai") -> None:
         super().__init__(model)
+        self.name = name  # "local" for a model agentsite serves itself: same protocol
         self._client = client
         # max_tokens is what Ollama, LM Studio and older llama.cpp servers read (they ignore
         # max_completion_tokens, leaving the reply unbounded); OpenAI's reasoning models refuse

@@ -16,6 +16,7 @@ from planner_ui.providers import Connection, Provider, build_provider
 from planner_ui.providers.metered import MeteredProvider
 
 from .accounting import metered
+from .local_models import LocalModelRefused, default_local_route, local_model_url
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,10 @@ class Credentials:
 
 
 def configured_routes() -> dict[str, str]:
-    """The routes the settings name; empty values fall through to the next in line."""
+    """The routes the settings name; empty values fall through to the next in line. A local
+    model an admin made the default takes every part instead."""
+    if local := default_local_route():
+        return {"planner": local, "executor": local, "synthesizer": ""}
     routes = {
         "planner": settings.AGENTSITE_PLANNER_MODEL,
         "executor": settings.AGENTSITE_EXECUTOR_MODEL,
@@ -82,6 +86,11 @@ def check_available(route: Route) -> None:
             f"{route.label} needs an Anthropic API key: set ANTHROPIC_API_KEY or add one in "
             "the admin (Provider credentials)."
         )
+    if route.provider == "local":
+        try:
+            local_model_url(route.model)
+        except LocalModelRefused as exc:
+            raise RouteError(str(exc)) from exc
     if route.provider == "openai" and not credentials("openai").base_url:
         raise RouteError(
             f"{route.label} needs an OpenAI-compatible server: set OPENAI_BASE_URL (e.g. "
@@ -91,7 +100,13 @@ def check_available(route: Route) -> None:
 
 def provider_build(route: Route) -> Provider:
     """A ready provider for one route, with this installation's credentials and limits."""
-    creds = credentials(route.provider) if route.provider != "offline" else None
+    if route.provider == "local":
+        try:
+            creds = Credentials("local", local_model_url(route.model), "local")
+        except LocalModelRefused as exc:
+            raise ProviderError(str(exc)) from exc
+    else:
+        creds = credentials(route.provider) if route.provider != "offline" else None
     connection = Connection(
         api_key=creds.api_key if creds else "",
         base_url=creds.base_url if creds else "",

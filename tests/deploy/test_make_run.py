@@ -58,7 +58,8 @@ def launched(request) -> Iterator[tuple[str, Path, str, subprocess.Popen]]:
                     break
             yield f"http://127.0.0.1:{port}", var_dir, "".join(seen), launcher
         finally:
-            os.killpg(launcher.pid, signal.SIGTERM)
+            if launcher.poll() is None:  # a test may have stopped it already
+                os.killpg(launcher.pid, signal.SIGTERM)
             try:
                 launcher.wait(timeout=30)
             except subprocess.TimeoutExpired:
@@ -118,10 +119,36 @@ def test_make_run_with_a_local_model_plans_with_it(launched) -> None:
     ), (report["error"], report["steps"])
 
 
-def _submit(base: str, printed: str, fields: dict[str, str]) -> dict:
-    """Log in with the printed login, submit the form, and wait for the run's report."""
-    login = re.search(r"Log in as (\S+) / (\S+)", printed)
-    assert login, printed
+def test_make_run_serves_a_model_an_admin_starts_and_stops_it_with_the_rest(launched) -> None:
+    base, var_dir, _, launcher = launched
+    _wait_ready(base, launcher)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(DROPPED)}
+    env.update(AGENTSITE_VAR_DIR=str(var_dir), DJANGO_SUPERUSER_PASSWORD="pw-for-tests-1")
+    subprocess.run(
+        [sys.executable, "manage.py", "createsuperuser", "--noinput", "--username", "root",
+         "--email", "root@example.org"],
+        cwd=REPO, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    browser, post = _logged_in(base, "root", "pw-for-tests-1")
+    post("/settings/local-models/start/", {"model_path": str(smollm2())})
+    deadline = time.monotonic() + 120
+    listed = ""
+    while 'data-state="ready"' not in listed and time.monotonic() < deadline:
+        time.sleep(0.5)
+        listed = browser.open(base + "/settings/local-models/", timeout=30).read().decode()
+    assert 'data-state="ready"' in listed, listed
+    (port,) = re.findall(r"loading .* on port (\d+)", (var_dir / "logs" / "models.log").read_text())
+    health = f"http://127.0.0.1:{port}/health"
+    assert urllib.request.urlopen(health, timeout=5).status == 200
+
+    os.killpg(launcher.pid, signal.SIGTERM)
+    launcher.wait(timeout=60)
+    with pytest.raises(OSError):
+        urllib.request.urlopen(health, timeout=5)
+
+
+def _logged_in(base: str, username: str, password: str):
+    """A cookie-keeping opener logged in as username, and a form poster with its CSRF token."""
     jar = http.cookiejar.CookieJar()
     browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
 
@@ -134,7 +161,15 @@ def _submit(base: str, printed: str, fields: dict[str, str]) -> dict:
         return browser.open(request, timeout=30)
 
     browser.open(base + "/accounts/login/", timeout=30).read()
-    post("/accounts/login/", {"username": login.group(1), "password": login.group(2)})
+    post("/accounts/login/", {"username": username, "password": password})
+    return browser, post
+
+
+def _submit(base: str, printed: str, fields: dict[str, str]) -> dict:
+    """Log in with the printed login, submit the form, and wait for the run's report."""
+    login = re.search(r"Log in as (\S+) / (\S+)", printed)
+    assert login, printed
+    browser, post = _logged_in(base, login.group(1), login.group(2))
     answer = post("/runs/new/", fields)
     run_path = urllib.parse.urlsplit(answer.geturl()).path
     assert re.fullmatch(r"/runs/\d+/", run_path), answer.geturl()
