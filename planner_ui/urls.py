@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import approvals, files, mcp, plans, report, retries, runs, tokens
+from .views import approvals, files, local_models, mcp, plans, report, retries, runs, tokens
 
 urlpatterns = [
     path("", runs.home, name="home"),
@@ -30,6 +30,17 @@ urlpatterns = [
     path("runs/<int:run_id>/compare/", approvals.run_compare, name="run_compare"),
     path("settings/api-tokens/", tokens.api_tokens, name="api_tokens"),
     path("settings/mcp/", mcp.mcp_servers, name="mcp_servers"),
+    path("settings/local-models/", local_models.local_models, name="local_models"),
+    path(
+        "settings/local-models/start/",
+        local_models.local_model_start_view,
+        name="local_model_start",
+    ),
+    path(
+        "settings/local-models/<int:model_id>/stop/",
+        local_models.local_model_stop_view,
+        name="local_model_stop",
+    ),
     path("settings/mcp/new/", mcp.mcp_server_new, name="mcp_server_new"),
     path("settings/mcp/<int:server_id>/check/", mcp.mcp_server_check_view, name="mcp_server_check"),
     path("settings/mcp/tools/<int:tool_id>/", mcp.mcp_tool_update, name="mcp_tool_update"),

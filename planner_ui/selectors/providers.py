@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner_ui.models import mask_key
+from planner_ui.models import LocalModel, mask_key
 from planner_ui.services.providers import credentials
 
 
@@ -37,4 +37,17 @@ def provider_status() -> list[ProviderStatus]:
             if openai.base_url
             else "no server: set OPENAI_BASE_URL, e.g. http://localhost:11434/v1 for Ollama",
         ),
+        _local_status(),
     ]
+
+
+def _local_status() -> ProviderStatus:
+    ready = [m.route for m in LocalModel.objects.filter(state=LocalModel.State.READY)]
+    return ProviderStatus(
+        "local",
+        "Local",
+        bool(ready),
+        "ready: " + ", ".join(ready)
+        if ready
+        else "none running: an administrator starts a GGUF model here, or AGENTSITE_LOCAL_MODEL",
+    )

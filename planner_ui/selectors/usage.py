@@ -12,6 +12,8 @@ from planner_ui.core.routing import EXECUTOR, PLANNER, SYNTHESIZER
 from planner_ui.models import Run
 from planner_ui.services.providers import configured_routes
 
+from .local_models import ready_local_routes
+
 # The order roles appear in: the plan's life from first call to last.
 _ROLE_ORDER = (PLANNER, "researcher", "coder", "critic", "writer", SYNTHESIZER)
 
@@ -113,4 +115,5 @@ def model_suggestions() -> list[str]:
     suggestions = {"offline"}
     suggestions.update(key for key in settings.AGENTSITE_PRICES if not key.endswith(":*"))
     suggestions.update(route for route in configured_routes().values() if route)
+    suggestions.update(ready_local_routes())
     return sorted(suggestions)

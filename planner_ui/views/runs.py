@@ -34,6 +34,7 @@ from planner_ui.models import PlanProposal, Run, Step
 from planner_ui.selectors.approvals import run_approvals
 from planner_ui.selectors.estimate import run_estimate
 from planner_ui.selectors.files import run_files
+from planner_ui.selectors.local_models import local_models_panel
 from planner_ui.selectors.providers import provider_status
 from planner_ui.selectors.runs import (
     run_get_for_user,
@@ -171,6 +172,7 @@ def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
         "form": form,
         "recent": run_list_for_user(user)[:5],
         "providers": provider_status(),
+        "local": local_models_panel() if user.is_staff else None,
         "model_suggestions": model_suggestions(),
         # The form still takes a task without a worker: it waits, and the person is told.
         "workers": workers_alive(),
