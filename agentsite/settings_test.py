@@ -10,10 +10,12 @@ import os
 import re
 from pathlib import Path
 
-# Model keys, endpoints and routes from the shell must change nothing in a test.
+# Model keys, endpoints and routes from the shell must change nothing in a test. Except
+# AGENTSITE_TEST_MODEL: a GGUF file a developer hands the opt-in real-model test, served on
+# this machine like the test's own small model.
 MODEL_ENVIRONMENT = re.compile(
-    r"^(ANTHROPIC_.*|OPENAI_.*|AGENTSITE_PROVIDER|AGENTSITE_[A-Z]+_MODEL|AGENTSITE_PRICES"
-    r"|AGENTSITE_DEFAULT_BUDGET_.*)$"
+    r"^(ANTHROPIC_.*|OPENAI_.*|AGENTSITE_PROVIDER|AGENTSITE_(?!TEST_MODEL$)[A-Z]+_MODEL"
+    r"|AGENTSITE_PRICES|AGENTSITE_DEFAULT_BUDGET_.*)$"
 )
 for _name in [name for name in os.environ if MODEL_ENVIRONMENT.match(name)]:
     del os.environ[_name]

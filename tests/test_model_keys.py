@@ -68,6 +68,16 @@ def test_the_test_settings_ignore_keys_and_routes_from_the_shell() -> None:
     }
 
 
+def test_only_the_opt_in_model_file_is_kept_of_the_model_environment() -> None:
+    from agentsite.settings_test import MODEL_ENVIRONMENT
+
+    dropped = [*SHELL, "AGENTSITE_LOCAL_MODEL", "AGENTSITE_CODER_MODEL"]
+    assert all(MODEL_ENVIRONMENT.match(name) for name in dropped if "ALLOW" not in name)
+    # A local GGUF file for test_a_larger_local_model_uses_a_tool_end_to_end: it must
+    # survive the settings, or that test could never run.
+    assert not MODEL_ENVIRONMENT.match("AGENTSITE_TEST_MODEL")
+
+
 def test_processes_started_by_tests_get_no_model_keys(monkeypatch) -> None:
     for name, value in SHELL.items():
         monkeypatch.setenv(name, value)
