@@ -366,8 +366,16 @@ def _say(text: str) -> None:
 def _progress_line(figures: dict[str, Any]) -> str:
     return (
         f"  {figures['shape']} of {figures['plan_steps']}: makespan {figures['makespan_s']:.2f} s, "
-        f"ideal {figures['ideal_makespan_s']:.2f} s; {_held(figures['websocket'])}"
+        f"ideal {figures['ideal_makespan_s']:.2f} s; {_held(figures['websocket'])}; "
+        f"{_waits(figures['websocket'])}"
     )
+
+
+def _waits(websocket: dict[str, Any]) -> str:
+    published = websocket["published"]["p50_ms"]
+    if websocket.get("p50_ms") is None:  # no watchers
+        return f"events published {published} ms after their time (p50)"
+    return f"events published {published}, delivered {websocket['p50_ms']} ms after (p50)"
 
 
 def _held(websocket: dict[str, Any]) -> str:

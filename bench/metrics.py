@@ -133,6 +133,22 @@ def event_latencies(received: Iterable[tuple[float, bytes]]) -> Received:
     return result
 
 
+def publish_delays(published: Iterable[tuple[float, str]]) -> dict[str, Any]:
+    """Arrival at a plain Redis subscriber minus the event's `at`, overall and by type: what
+    of a watcher's wait (event_latencies) passed before Daphne had the event."""
+    delays: list[float] = []
+    by_type: dict[str, list[float]] = {}
+    for arrived_at, text in published:
+        event = json.loads(text)["event"]
+        delay = arrived_at - datetime.fromisoformat(event["at"]).timestamp()
+        delays.append(delay)
+        by_type.setdefault(event["type"], []).append(delay)
+    return {
+        **summary_ms(delays),
+        "by_type": {kind: summary_ms(values) for kind, values in sorted(by_type.items())},
+    }
+
+
 def publish_holds(arrivals: Sequence[tuple[float, int]]) -> dict[str, Any]:
     """For events as published ((arrival, seq), bench.publish_order): how many came before one
     with a lower sequence number, and for how long the consumer, which forwards in order,

@@ -4,7 +4,9 @@ Every process publishes a transaction's events after its commit (services.broadc
 steps that commit close together may publish in either order; the run consumer forwards in
 sequence order and holds an early event back until the one before it arrives. This subscriber
 records each run event's arrival beside the watchers, so the benchmark can say how often that
-happens and how long the holds last (metrics.publish_holds).
+happens and how long the holds last (metrics.publish_holds), and how much of a watcher's wait
+had passed by the time the event was published at all (metrics.publish_delays): the rest is
+Daphne's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ class PublishOrder:
     def __init__(self, run_id: int) -> None:
         self.channel = group_channel(run_group(run_id))
         self.arrivals: list[tuple[float, int]] = []
+        # (arrival on the wall clock, the message as the consumer forwards it), parsed later
+        self.published: list[tuple[float, str]] = []
         self._halt = threading.Event()
         self._pubsub = redis_client().pubsub(ignore_subscribe_messages=True)
         self._thread = threading.Thread(target=self._listen, name="publish-order", daemon=True)
@@ -46,7 +50,8 @@ class PublishOrder:
             message = self._pubsub.get_message(timeout=0.1)
             if message is None:
                 continue
-            arrived = time.monotonic()
+            arrived, arrived_wall = time.monotonic(), time.time()
             body = deserialize(message["data"])
             if body.get("type") == "run.event":
                 self.arrivals.append((arrived, body["seq"]))
+                self.published.append((arrived_wall, body["json"]))

@@ -286,6 +286,7 @@ def run_measure(
         delivered_all = watchers.wait_for_seq(run.last_event_seq, timeout=10.0)
         received = watchers.stop()
     publish_order = metrics.publish_holds(published.stop())
+    publish_delays = metrics.publish_delays(published.published)
 
     steps = [
         metrics.StepTiming(
@@ -347,6 +348,8 @@ def run_measure(
             "all_delivered_within_10s": delivered_all,
             # Published before an event with a lower number, and so held back by the consumer.
             "published_out_of_order": publish_order,
+            # From the event's `at` to its arrival at a subscriber of Redis beside Daphne.
+            "published": publish_delays,
             "by_type": {
                 kind: metrics.summary_ms(delays)
                 for kind, delays in sorted(delivered.delays_by_type.items())

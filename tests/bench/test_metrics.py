@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from bench.metrics import publish_holds
+import json
+
+from bench.metrics import publish_delays, publish_holds
 
 
 def test_events_published_in_order_are_never_held():
@@ -19,3 +21,19 @@ def test_an_event_published_early_waits_for_every_one_before_it():
     assert (order["events"], order["held"]) == (5, 2)
     assert order["hold"]["max_ms"] == 20.0  # 4 waited from 0.010 until 2 came at 0.030
     assert order["hold"]["count"] == 2
+
+
+def test_publish_delays_are_arrival_minus_the_events_time_by_type():
+    def message(kind: str, at: str) -> str:
+        return json.dumps({"type": "event", "event": {"type": kind, "at": at, "seq": 1}})
+
+    at = 1_700_000_000.0  # 2023-11-14T22:13:20Z
+    published = [
+        (at + 0.004, message("step.started", "2023-11-14T22:13:20+00:00")),
+        (at + 0.010, message("step.queued", "2023-11-14T22:13:20+00:00")),
+        (at + 0.030, message("step.queued", "2023-11-14T22:13:20.010000+00:00")),
+    ]
+    delays = publish_delays(published)
+    assert delays["count"] == 3 and delays["max_ms"] == 20.0
+    assert delays["by_type"]["step.started"]["p50_ms"] == 4.0
+    assert delays["by_type"]["step.queued"]["count"] == 2
