@@ -19,5 +19,5 @@ def login(page, base_url: str, username: str, password: str) -> None:
 def submit_task(page, task: str) -> None:
     """Submit `task` from the form and wait until its plan waits for approval."""
     page.fill("#id_task", task)
-    page.click("#task-form button[type=submit]")
+    page.click("#plan-it")
     expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)

@@ -29,7 +29,7 @@ def test_approve_one_call_and_reject_another_from_the_page(
             f"2. Post a note about coffee to {receiver.url}/coffee",
         )
         expect(page.locator('input[name="tool_policy"][value="ask"]')).to_be_checked()
-        page.click("#task-form button[type=submit]")
+        page.click("#plan-it")
         expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
         page.click("#approve-plan")
 

@@ -20,7 +20,7 @@ def test_the_estimate_and_critical_path_show_before_approval_and_actuals_after(
     make_user("alice", "pw-for-tests-1")
     login(page, daphne_url, "alice", "pw-for-tests-1")
     page.fill("#id_task", "1. Research tea\n2. Research coffee\n3. Compute 3 * 95 + 2 * 40")
-    page.click("#task-form button[type=submit]")
+    page.click("#plan-it")
 
     expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
     run = Run.objects.get()

@@ -31,7 +31,7 @@ def test_a_run_on_a_local_model_streams_its_text_and_shows_its_usage(
         expect(page.locator("#providers")).to_contain_text(server.base_url)
         page.fill("#id_route_executor", "openai:qwen3:8b")
         page.fill("#id_budget_tokens", "100000")
-        page.click("#task-form button[type=submit]")
+        page.click("#plan-it")
 
         expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
         run = Run.objects.get()

@@ -21,7 +21,7 @@ def test_review_a_re_plan_after_a_failure_and_go_on(
     # The file does not exist: the step that reads it cannot proceed.
     page.fill("#id_task", "Read missing.txt and summarize it, and research tea")
     page.select_option("#id_replan_mode", "review")
-    page.click("#task-form button[type=submit]")
+    page.click("#plan-it")
     expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
     page.click("#approve-plan")
 

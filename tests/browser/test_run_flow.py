@@ -18,7 +18,7 @@ def test_submit_approve_and_watch_the_result_arrive_live(
     make_user("alice", "pw-for-tests-1")
     login(page, daphne_url, "alice", "pw-for-tests-1")
     page.fill("#id_task", "1. Research tea\n2. Research coffee\n3. Compute 3 * 95 + 2 * 40")
-    page.click("#task-form button[type=submit]")
+    page.click("#plan-it")
 
     # The plan arrives over the WebSocket: no reload.
     expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
