@@ -367,7 +367,15 @@ def _progress_line(figures: dict[str, Any]) -> str:
     return (
         f"  {figures['shape']} of {figures['plan_steps']}: makespan {figures['makespan_s']:.2f} s, "
         f"ideal {figures['ideal_makespan_s']:.2f} s; {_held(figures['websocket'])}; "
-        f"{_waits(figures['websocket'])}"
+        f"{_waits(figures['websocket'])}; {_dispatch(figures)}"
+    )
+
+
+def _dispatch(figures: dict[str, Any]) -> str:
+    return (
+        f"dispatch p50 {figures['dispatch']['p50_ms']} ms: queued to claiming "
+        f"{figures['dispatch_queued_to_claiming']['p50_ms']}, claim's wait for the write lock "
+        f"{figures['dispatch_claim_wait']['p50_ms']}"
     )
 
 

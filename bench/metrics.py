@@ -86,26 +86,43 @@ def _busiest(steps: Iterable[StepTiming], step: StepTiming, ready_at: float) -> 
     )
 
 
+@dataclass
+class Phases:
+    to_queued: list[float]  # the last parent's end -> the child's step.queued
+    to_started: list[float]  # step.queued -> the claim
+    to_claiming: list[float]  # step.queued -> the claim begins (commit, enqueue, Celery)
+    claim_waits: list[float]  # the claim's wait for the database's write lock
+
+
 def dispatch_phases(
-    steps: Iterable[StepTiming], queued_at: dict[str, float], leave_out: Iterable[str] = ()
-) -> tuple[list[float], list[float]]:
-    """Dispatch latency in two parts, for each step with dependencies:
+    steps: Iterable[StepTiming],
+    queued_at: dict[str, float],
+    leave_out: Iterable[str] = (),
+    claim_waits: dict[str, float] | None = None,
+) -> Phases:
+    """Dispatch latency in parts, for each step with dependencies:
 
     ready -> queued: the last parent's end to the child's step.queued event, both inside the
     parent's finishing transaction; queued -> started: from there to the child's claim, which
     spans the commit, the broadcasts and the enqueue after it, Celery's delivery to a free slot
-    and the claim's wait for the run's lock. Steps in `leave_out` (those that waited for a
-    slot) are not counted.
+    and the claim's wait for the database's write lock (`claim_waits`, from each step.started,
+    in seconds), and so: queued -> claiming, the rest. Steps in `leave_out` (those that waited
+    for a slot) are not counted.
     """
     by_id = {step.step_id: step for step in steps}
     left_out = set(leave_out)
-    to_queued, to_started = [], []
+    waits = claim_waits or {}
+    phases = Phases([], [], [], [])
     for step in by_id.values():
         if step.depends_on and step.step_id in queued_at and step.step_id not in left_out:
             ready_at = max(by_id[parent].finished_at for parent in step.depends_on)
-            to_queued.append(queued_at[step.step_id] - ready_at)
-            to_started.append(step.started_at - queued_at[step.step_id])
-    return to_queued, to_started
+            phases.to_queued.append(queued_at[step.step_id] - ready_at)
+            phases.to_started.append(step.started_at - queued_at[step.step_id])
+            if step.step_id in waits:
+                wait = waits[step.step_id]
+                phases.claim_waits.append(wait)
+                phases.to_claiming.append(step.started_at - wait - queued_at[step.step_id])
+    return phases
 
 
 @dataclass

@@ -304,7 +304,12 @@ def run_measure(
         event.step_id: event.created_at.timestamp()
         for event in run.events.filter(type="step.queued")
     }
-    to_queued, to_started = metrics.dispatch_phases(steps, queued_at, dispatch.waited_for_slot)
+    claim_waits = {
+        event.step_id: event.payload["waited_ms"] / 1000
+        for event in run.events.filter(type="step.started")
+        if "waited_ms" in event.payload
+    }
+    phases = metrics.dispatch_phases(steps, queued_at, dispatch.waited_for_slot, claim_waits)
     model_call_s = [
         ms / 1000 for ms in ModelCall.objects.filter(run=run).values_list("latency_ms", flat=True)
     ]
@@ -335,8 +340,12 @@ def run_measure(
             **metrics.summary_ms(dispatch.after_parent_s),
             "waited_for_slot": len(dispatch.waited_for_slot),
         },
-        "dispatch_ready_to_queued": metrics.summary_ms(to_queued),
-        "dispatch_queued_to_started": metrics.summary_ms(to_started),
+        "dispatch_ready_to_queued": metrics.summary_ms(phases.to_queued),
+        "dispatch_queued_to_started": metrics.summary_ms(phases.to_started),
+        # Of which: until the child's claim began (the commit, the enqueue, Celery's delivery
+        # to a pool process), and the claim's wait for the database's write lock.
+        "dispatch_queued_to_claiming": metrics.summary_ms(phases.to_claiming),
+        "dispatch_claim_wait": metrics.summary_ms(phases.claim_waits),
         "first_dispatch": metrics.summary_ms(dispatch.after_approval_s),
         "cpu": {**cpu_used, **_cpu_shares(cpu_used, len(deps), len(received))},
         "websocket": {

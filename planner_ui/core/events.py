@@ -115,6 +115,8 @@ class StepQueuedPayload(TypedDict):
 class StepStartedPayload(TypedDict):
     attempt: int
     worker: str
+    # How long the claim waited for the database's write lock (SQLite: one writer at a time).
+    waited_ms: NotRequired[float]
 
 
 class ToolCallPayload(TypedDict):

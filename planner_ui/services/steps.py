@@ -42,6 +42,7 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
 
     A redelivered task may take over a running step whose heartbeat stopped; StepBusy means the
     heartbeat is still fresh, so another worker may still be on it."""
+    began = timezone.now()
     with transaction.atomic():
         # Stamped once this worker holds the database's write lock, as the finish is.
         now = timezone.now()
@@ -76,8 +77,12 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
             return None
         ((pk, attempts),) = claimed
         step = Step.objects.select_related("run").get(pk=pk)
+        waited_ms = round((now - began).total_seconds() * 1000, 1)
         event_append(
-            run_id, "step.started", {"attempt": attempts, "worker": worker}, step_id=step_id
+            run_id,
+            "step.started",
+            {"attempt": attempts, "worker": worker, "waited_ms": waited_ms},
+            step_id=step_id,
         )
     return step
 

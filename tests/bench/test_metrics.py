@@ -37,3 +37,18 @@ def test_publish_delays_are_arrival_minus_the_events_time_by_type():
     assert delays["count"] == 3 and delays["max_ms"] == 20.0
     assert delays["by_type"]["step.started"]["p50_ms"] == 4.0
     assert delays["by_type"]["step.queued"]["count"] == 2
+
+
+def test_dispatch_splits_into_the_wait_for_the_write_lock_and_what_came_before():
+    from bench.metrics import StepTiming, dispatch_phases
+
+    steps = [
+        StepTiming("a", [], 0.0, 1.0),
+        StepTiming("b", ["a"], 1.030, 2.0),  # queued at 1.002, claimed 28 ms later
+        StepTiming("c", ["a"], 1.010, 2.0),  # no wait recorded (an older event)
+    ]
+    phases = dispatch_phases(steps, {"b": 1.002, "c": 1.002}, (), {"b": 0.020})
+    assert [round(x * 1000, 3) for x in phases.to_queued] == [2.0, 2.0]
+    assert [round(x * 1000, 3) for x in phases.to_started] == [28.0, 8.0]
+    assert [round(x * 1000, 3) for x in phases.claim_waits] == [20.0]
+    assert [round(x * 1000, 3) for x in phases.to_claiming] == [8.0]

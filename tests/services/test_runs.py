@@ -123,6 +123,9 @@ def test_a_step_runs_only_after_its_dependencies(make_user):
     for step in steps.values():
         for dep in step.depends_on:
             assert steps[dep].finished_at <= step.started_at
+    # Each start says how long its claim waited for the database (here: no other writer).
+    for started in run.events.filter(type="step.started"):
+        assert 0 <= started.payload["waited_ms"] < 1000, started.payload
 
 
 def test_redelivered_task_of_a_finished_step_changes_nothing(make_user):
