@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -43,7 +43,7 @@ from planner_ui.selectors.runs import (
     tool_calls_by_step,
 )
 from planner_ui.selectors.timeline import run_timeline
-from planner_ui.selectors.tools import tools_for_run
+from planner_ui.selectors.tools import tools_for_run, tools_for_user
 from planner_ui.selectors.usage import model_suggestions, run_usage
 from planner_ui.selectors.workers import workers_alive
 from planner_ui.services.plans import PlanConflict
@@ -86,11 +86,7 @@ class TaskForm(forms.Form):
         required=False,
         widget=forms.CheckboxSelectMultiple,
         label="Run without asking",
-        choices=lambda: [
-            (name, f"{name} ({tool.effect})")
-            for name, tool in sorted(REGISTRY.items())
-            if tool.irreversible
-        ],
+        choices=lambda: _irreversible_choices(REGISTRY),  # with the person's own: __init__
     )
     replan_mode = forms.ChoiceField(
         choices=Run.Replan.choices,
@@ -111,8 +107,11 @@ class TaskForm(forms.Form):
         label="Budget in USD",
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if user is not None:
+            # The irreversible tools of the person's MCP servers too, as the run accepts them.
+            self.fields["auto_tools"].choices = _irreversible_choices(tools_for_user(user))
         self.fields["replan_mode"].initial = settings.AGENTSITE_REPLAN_MODE
         self.fields["max_replans"].initial = settings.AGENTSITE_MAX_REPLANS
         # The configured default budget is filled in, and a person may clear it.
@@ -155,6 +154,14 @@ class TaskForm(forms.Form):
         }
 
 
+def _irreversible_choices(tools: Mapping[str, Tool]) -> list[tuple[str, str]]:
+    return [
+        (name, f"{name} ({tool.effect})")
+        for name, tool in sorted(tools.items())
+        if tool.irreversible
+    ]
+
+
 ROUTE_PARTS = [
     ("planner", "Planner"),
     ("executor", "Executors"),
@@ -183,13 +190,14 @@ def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "planner_ui/home.html", _form_context(TaskForm(), request.user))
+    form = TaskForm(user=request.user)
+    return render(request, "planner_ui/home.html", _form_context(form, request.user))
 
 
 @login_required
 @require_POST
 def run_new(request: HttpRequest) -> HttpResponse:
-    form = TaskForm(request.POST)
+    form = TaskForm(request.POST, user=request.user)
     if form.is_valid():
         try:
             run = run_create(owner=request.user, options=form.options())

@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from planner_ui.models import McpServer, McpServerTool
+from planner_ui.models import McpServer, McpServerTool, Run
 
 pytestmark = pytest.mark.django_db
 REPO = Path(__file__).resolve().parents[2]
@@ -97,3 +97,19 @@ def test_the_forms_need_csrf(make_user) -> None:
     strict.force_login(make_user("carol"))
     response = strict.post(reverse("mcp_server_new"), {"name": "x", "transport": "http"})
     assert response.status_code == 403
+
+
+def test_the_new_task_form_offers_irreversible_mcp_tools_to_run_without_asking(
+    client_admin, client_alice
+) -> None:
+    register(client_admin)  # shared: everyone's runs may use it; its tools ask until told
+    page = client_alice.get(reverse("home")).content.decode()
+    for name in ("fake__lookup", "fake__launch", "fake__crash"):
+        assert f'value="{name}"' in page  # each pinned as `execute` until a person says
+    assert 'value="send_email"' in page
+    response = client_alice.post(
+        reverse("run_new"),
+        {"task": "Launch the rocket", "tool_policy": "auto", "auto_tools": ["fake__launch"]},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Run.objects.get().auto_tools == ["fake__launch"]
