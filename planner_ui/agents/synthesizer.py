@@ -50,7 +50,7 @@ def synthesize(
             raise StepFailed(failure)
         if not reply.text.strip():
             raise StepFailed(f"the synthesizer produced no deliverable ({reply.stop_reason})")
-        if not echoes_scaffolding(reply.text):
+        if not echoes_scaffolding(reply.text, task):
             return StepOutcome(output=reply.text.strip(), usage=usage, model_calls=calls)
         if attempt < MAX_ATTEMPTS:
             # Once more, told what went wrong: the prompt's structure came back, not a deliverable.

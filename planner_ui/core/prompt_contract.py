@@ -34,16 +34,25 @@ REPORT_FAILURE_TOOL = "report_failure"
 STEP_FAILED_PATTERN = re.compile(r"^[\s>*_`#]*step\s+failed\s*[*_`]*\s*:[*_`]*\s*", re.IGNORECASE)
 
 
-# Our own wrappers, as a model that echoes its prompt writes them back.
-_SCAFFOLDING = re.compile(
-    r"</?(?:" + "|".join(b.value for b in Block) + r")>|<output step=|</output>", re.IGNORECASE
-)
+# Our own wrappers, as a model that echoes its prompt writes them back: an output block's
+# opening (it has attributes no answer would give it), or a block opened and closed.
+_OUTPUT_OPENING = re.compile(r"<output step=", re.IGNORECASE)
+_BLOCK_TAG = re.compile(r"<(/?)(" + "|".join(b.value for b in Block) + r")>", re.IGNORECASE)
 
 
-def echoes_scaffolding(text: str) -> bool:
+def echoes_scaffolding(text: str, task: str = "") -> bool:
     """Whether a reply repeats the prompt's own blocks (a small model may hand the prompt
-    back as its answer): real content never holds them, since a block's content is escaped."""
-    return bool(_SCAFFOLDING.search(text))
+    back as its answer). A tag the task itself holds (a task about markup) is no sign, and
+    neither is one tag alone: a deliverable may well mention `</output>` or `<context>`."""
+    quoted = task.lower()
+    if _OUTPUT_OPENING.search(text) and "<output step=" not in quoted:
+        return True
+    opened, closed = set(), set()
+    for slash, name in _BLOCK_TAG.findall(text):
+        name = name.lower()
+        if f"<{slash}{name}>" not in quoted:
+            (closed if slash else opened).add(name)
+    return bool(opened & closed)
 
 
 def block(tag: Block, content: str) -> str:

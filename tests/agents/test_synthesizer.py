@@ -96,3 +96,24 @@ def test_a_deliverable_that_talks_about_tasks_and_outputs_is_fine() -> None:
     text = "The task was to compare outputs; the output of step A is cheaper. Use <b>bold</b>."
     outcome = synthesize(ScriptedProvider([reply(text)]), "t", OUTPUTS)
     assert outcome.output == text and outcome.model_calls == 1
+
+
+@pytest.mark.parametrize(
+    ("task", "text"),
+    [
+        # One of our tags alone is a word of the deliverable, not the prompt handed back.
+        ("Explain XML end tags", "Close it with </output>, as with any element."),
+        ("Explain HTML", "Wrap the body in a <context> element."),
+        # The task's own markup may come back: it was the person's, not ours.
+        ("Fill in <task>…</task> for the form", "Write <task>Buy milk</task> in the form."),
+    ],
+)
+def test_a_deliverable_that_mentions_our_tags_without_echoing_is_fine(task, text) -> None:
+    outcome = synthesize(ScriptedProvider([reply(text)]), task, OUTPUTS)
+    assert outcome.output == text and outcome.model_calls == 1
+
+
+def test_a_block_opened_and_closed_is_an_echo_even_without_output_tags() -> None:
+    echo = "<context>\nNotes from earlier\n</context>\nThe answer is 3."
+    provider = ScriptedProvider([reply(echo), reply("The answer is 3.")])
+    assert synthesize(provider, "t", OUTPUTS).model_calls == 2
