@@ -81,7 +81,8 @@ class ProviderCredentialForm(forms.ModelForm):
     api_key = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Leave empty to keep the current key. It is stored in the database and shown "
+        help_text="Leave empty to keep the current key. It is stored sealed with the secret key "
+        "(a copy of the database alone does not reveal it), and shown "
         "back only as its first three and last four characters.",
     )
     clear_key = forms.BooleanField(required=False, label="Remove the stored key")
@@ -103,9 +104,10 @@ class ProviderCredentialForm(forms.ModelForm):
         if self.cleaned_data.get("clear_key"):
             credential.api_key = ""
         elif not new_key and credential.pk:
+            # Kept as stored: sealed, never opened here.
             credential.api_key = ProviderCredential.objects.get(pk=credential.pk).api_key
         else:
-            credential.api_key = new_key
+            credential.set_key(new_key)
         if commit:
             credential.save()
         return credential

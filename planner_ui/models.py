@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from planner_ui.core.effects import Decision, Effect, PolicyMode, ToolPolicy
 from planner_ui.core.pricing import Budget
+from planner_ui.core.sealing import Unreadable, seal, unseal
 from planner_ui.core.status import (
     TERMINAL_RUN_STATUSES,
     RunStatus,
@@ -353,14 +354,15 @@ class ModelCall(models.Model):
 
 
 class ProviderCredential(models.Model):
-    """An API key (and endpoint) set by an admin; it takes precedence over the environment."""
+    """An API key (and endpoint) set by an admin; it takes precedence over the environment.
+    The key is stored sealed with the secret key (core.sealing): read it with key()."""
 
     class Provider(models.TextChoices):
         ANTHROPIC = "anthropic", "Anthropic"
         OPENAI = "openai", "OpenAI-compatible"
 
     provider = models.CharField(max_length=20, choices=Provider.choices, unique=True)
-    api_key = models.CharField(max_length=500, blank=True)
+    api_key = models.CharField(max_length=1000, blank=True)  # sealed; see key() and set_key()
     base_url = models.URLField(
         max_length=500, blank=True, help_text="Leave empty for the provider's default endpoint."
     )
@@ -369,9 +371,19 @@ class ProviderCredential(models.Model):
     def __str__(self) -> str:
         return f"{self.get_provider_display()} credentials"
 
+    def key(self) -> str:
+        """The key in clear; sealing.Unreadable if the secret key has changed since."""
+        return unseal(self.api_key, settings.SECRET_KEY)
+
+    def set_key(self, key: str) -> None:
+        self.api_key = seal(key, settings.SECRET_KEY)
+
     @property
     def masked_key(self) -> str:
-        return mask_key(self.api_key)
+        try:
+            return mask_key(self.key())
+        except Unreadable:
+            return "unreadable (the secret key changed): enter it again"
 
 
 def mask_key(key: str) -> str:

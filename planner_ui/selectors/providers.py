@@ -27,6 +27,8 @@ def provider_status() -> list[ProviderStatus]:
             bool(anthropic.api_key),
             f"key {mask_key(anthropic.api_key)} from the {anthropic.source}"
             if anthropic.api_key
+            else f"no key: {anthropic.problem}"
+            if anthropic.problem
             else "no key: set ANTHROPIC_API_KEY or add one in the admin",
         ),
         ProviderStatus(

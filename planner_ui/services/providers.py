@@ -11,6 +11,7 @@ from django.conf import settings
 from planner_ui.core.errors import ProviderError
 from planner_ui.core.plan import ROLES
 from planner_ui.core.routing import Route, RouteError, resolve_routes, route_for
+from planner_ui.core.sealing import Unreadable
 from planner_ui.models import ProviderCredential, Run
 from planner_ui.providers import Connection, Provider, build_provider
 from planner_ui.providers.metered import MeteredProvider
@@ -25,6 +26,8 @@ class Credentials:
     base_url: str
     # Where they came from, for the page that shows it: "admin", "environment" or "".
     source: str
+    # Why a key the admin stored cannot be used (the secret key changed since), or "".
+    problem: str = ""
 
 
 def configured_routes() -> dict[str, str]:
@@ -70,7 +73,11 @@ def credentials(provider: str) -> Credentials:
         "openai": (settings.OPENAI_API_KEY, settings.OPENAI_BASE_URL),
     }.get(provider, ("", ""))
     if stored is not None and (stored.api_key or stored.base_url):
-        return Credentials(stored.api_key or env_key, stored.base_url or env_url, "admin")
+        try:
+            key = stored.key()
+        except Unreadable as exc:
+            return Credentials("", stored.base_url or env_url, "admin", problem=str(exc))
+        return Credentials(key or env_key, stored.base_url or env_url, "admin")
     return Credentials(env_key, env_url, "environment" if env_key or env_url else "")
 
 
@@ -81,7 +88,9 @@ def check_available(route: Route) -> None:
             f"{route.label}: scripted models reply from a test's queue and serve only where "
             "real model requests are off (AGENTSITE_ALLOW_MODEL_REQUESTS=false, as in tests)."
         )
-    if route.provider == "anthropic" and not credentials("anthropic").api_key:
+    if route.provider == "anthropic" and not (creds := credentials("anthropic")).api_key:
+        if creds.problem:
+            raise RouteError(f"{route.label} needs an Anthropic API key, and {creds.problem}.")
         raise RouteError(
             f"{route.label} needs an Anthropic API key: set ANTHROPIC_API_KEY or add one in "
             "the admin (Provider credentials)."

@@ -108,7 +108,9 @@ def test_an_admin_key_is_stored_never_shown_and_kept_when_left_empty(admin_clien
     response = admin_client.post(add, {"provider": "anthropic", "api_key": KEY, "base_url": ""})
     assert response.status_code == 302
     credential = ProviderCredential.objects.get()
-    assert credential.api_key == KEY
+    # Stored sealed: the database row does not hold it, the model opens it.
+    assert credential.key() == KEY and "SECRETSECRET" not in credential.api_key
+    assert credential.api_key.startswith("sealed1:")
     change = reverse("admin:planner_ui_providercredential_change", args=[credential.pk])
     for url in (reverse("admin:planner_ui_providercredential_changelist"), change):
         page = admin_client.get(url).content.decode()
@@ -117,7 +119,7 @@ def test_an_admin_key_is_stored_never_shown_and_kept_when_left_empty(admin_clien
     # Saving without typing a key keeps it; the box to remove it removes it.
     admin_client.post(change, {"provider": "anthropic", "api_key": "", "base_url": ""})
     credential.refresh_from_db()
-    assert credential.api_key == KEY
+    assert credential.key() == KEY
     admin_client.post(
         change, {"provider": "anthropic", "api_key": "", "clear_key": "on", "base_url": ""}
     )
@@ -130,9 +132,50 @@ def test_an_admin_key_wins_over_the_environment(settings, make_user):
 
     settings.ANTHROPIC_API_KEY = "sk-env-key-0000000000"
     assert credentials("anthropic").source == "environment"
-    ProviderCredential.objects.create(provider="anthropic", api_key=KEY)
+    credential = ProviderCredential(provider="anthropic")
+    credential.set_key(KEY)
+    credential.save()
     creds = credentials("anthropic")
     assert (creds.api_key, creds.source) == (KEY, "admin")
+
+
+def test_a_key_sealed_under_another_secret_key_says_so_everywhere(settings, alice):
+    from django.test import Client
+
+    from planner_ui.core.routing import Route, RouteError
+    from planner_ui.services.providers import check_available, credentials
+
+    credential = ProviderCredential(provider="anthropic")
+    credential.set_key(KEY)
+    credential.save()
+    settings.SECRET_KEY = "another-secret-key-after-a-rotation"
+    settings.ANTHROPIC_API_KEY = ""
+    creds = credentials("anthropic")
+    assert creds.api_key == "" and creds.problem.startswith(
+        "the stored key was sealed under another secret key (DJANGO_SECRET_KEY changed)"
+    )
+    with pytest.raises(RouteError, match=r"needs an Anthropic API key, and the stored key was"):
+        check_available(Route("anthropic", "claude-sonnet-5-5"))
+    client = Client()
+    client.force_login(alice)  # a session of the new secret key
+    page = client.get(reverse("home")).content.decode()
+    assert "no key: the stored key was sealed under another secret key" in page
+    assert ProviderCredential.objects.get().masked_key.startswith("unreadable")
+
+
+def test_a_key_stored_in_clear_before_sealing_is_sealed_by_the_migration(settings):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("planner_ui.migrations.0017_sealed_provider_keys")
+    ProviderCredential.objects.create(provider="anthropic", api_key=KEY)  # as before
+    assert ProviderCredential.objects.get().key() == KEY  # read as it is, meanwhile
+    migration.seal_stored_keys(apps, None)
+    stored = ProviderCredential.objects.get()
+    assert stored.api_key.startswith("sealed1:") and stored.key() == KEY
+    migration.open_sealed_keys(apps, None)
+    assert ProviderCredential.objects.get().api_key == KEY
 
 
 def test_the_configured_default_budget_is_filled_in_and_can_be_cleared(client_alice, settings):
