@@ -58,6 +58,11 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+# Earlier secret keys, comma-separated, while rotating: sessions, signatures and the admin's
+# sealed API keys made under them still open (and are sealed again with the new one on save).
+SECRET_KEY_FALLBACKS = [
+    key for key in os.environ.get("DJANGO_SECRET_KEY_FALLBACKS", "").split(",") if key
+]
 DEBUG = _env_bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",")
 CSRF_TRUSTED_ORIGINS = [

@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin
 
+from .core.sealing import Unreadable
 from .models import ModelCall, PlanVersion, ProviderCredential, Run, RunEvent, Step
 
 
@@ -104,8 +105,11 @@ class ProviderCredentialForm(forms.ModelForm):
         if self.cleaned_data.get("clear_key"):
             credential.api_key = ""
         elif not new_key and credential.pk:
-            # Kept as stored: sealed, never opened here.
-            credential.api_key = ProviderCredential.objects.get(pk=credential.pk).api_key
+            kept = ProviderCredential.objects.get(pk=credential.pk)
+            try:  # sealed again, with the current secret key if it was under a fallback
+                credential.set_key(kept.key())
+            except Unreadable:
+                credential.api_key = kept.api_key
         else:
             credential.set_key(new_key)
         if commit:

@@ -373,7 +373,7 @@ class ProviderCredential(models.Model):
 
     def key(self) -> str:
         """The key in clear; sealing.Unreadable if the secret key has changed since."""
-        return unseal(self.api_key, settings.SECRET_KEY)
+        return unseal(self.api_key, settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS)
 
     def set_key(self, key: str) -> None:
         self.api_key = seal(key, settings.SECRET_KEY)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Sequence
 
 from cryptography.fernet import Fernet, InvalidToken
 
@@ -33,15 +34,19 @@ def seal(text: str, secret: str) -> str:
     return PREFIX + _fernet(secret).encrypt(text.encode()).decode()
 
 
-def unseal(stored: str, secret: str) -> str:
-    """The text `seal` sealed. A value without the prefix is returned as it is: it was stored
+def unseal(stored: str, secret: str, fallbacks: Sequence[str] = ()) -> str:
+    """The text `seal` sealed, with `secret` or one of the earlier secrets in `fallbacks`
+    (a rotation under way). A value without the prefix is returned as it is: it was stored
     before sealing (or by hand), and reads as before."""
     if not stored.startswith(PREFIX):
         return stored
-    try:
-        return _fernet(secret).decrypt(stored[len(PREFIX) :].encode()).decode()
-    except InvalidToken:
-        raise Unreadable(
-            "the stored key was sealed under another secret key (DJANGO_SECRET_KEY changed): "
-            "enter it again in the admin"
-        ) from None
+    token = stored[len(PREFIX) :].encode()
+    for key in (secret, *fallbacks):
+        try:
+            return _fernet(key).decrypt(token).decode()
+        except InvalidToken:
+            continue
+    raise Unreadable(
+        "the stored key was sealed under another secret key (DJANGO_SECRET_KEY changed): "
+        "enter it again in the admin, or list the old one in DJANGO_SECRET_KEY_FALLBACKS"
+    )

@@ -26,5 +26,12 @@ def test_another_secret_or_a_changed_value_cannot_open_it(tamper: bool) -> None:
     sealed = seal(KEY, "secret-one")
     if tamper:
         sealed = sealed[:-6] + ("A" if sealed[-6] != "A" else "B") + sealed[-5:]
-    with pytest.raises(Unreadable, match=r"DJANGO_SECRET_KEY changed\): enter it again"):
+    with pytest.raises(Unreadable, match=r"DJANGO_SECRET_KEY changed\): enter it again in"):
         unseal(sealed, "secret-one" if tamper else "secret-two")
+
+
+def test_an_earlier_secret_listed_as_a_fallback_still_opens_it() -> None:
+    sealed = seal(KEY, "old-secret")
+    assert unseal(sealed, "new-secret", ["another", "old-secret"]) == KEY
+    with pytest.raises(Unreadable, match="or list the old one in DJANGO_SECRET_KEY_FALLBACKS"):
+        unseal(sealed, "new-secret", ["another"])

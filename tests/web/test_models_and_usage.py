@@ -163,6 +163,25 @@ def test_a_key_sealed_under_another_secret_key_says_so_everywhere(settings, alic
     assert ProviderCredential.objects.get().masked_key.startswith("unreadable")
 
 
+def test_a_rotated_secret_key_listed_as_a_fallback_keeps_the_key_and_a_save_reseals_it(
+    settings, admin_client, admin_user
+):
+    from planner_ui.services.providers import credentials
+
+    credential = ProviderCredential(provider="anthropic")
+    credential.set_key(KEY)
+    credential.save()
+    old = settings.SECRET_KEY
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "the-new-secret-key", [old]
+    assert credentials("anthropic").api_key == KEY
+    admin_client.force_login(admin_user)  # a session of the new secret
+    change = reverse("admin:planner_ui_providercredential_change", args=[credential.pk])
+    response = admin_client.post(change, {"provider": "anthropic", "api_key": "", "base_url": ""})
+    assert response.status_code == 302
+    settings.SECRET_KEY_FALLBACKS = []  # the old secret retired: the key opens still
+    assert ProviderCredential.objects.get().key() == KEY
+
+
 def test_a_key_stored_in_clear_before_sealing_is_sealed_by_the_migration(settings):
     from importlib import import_module
 
