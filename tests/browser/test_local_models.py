@@ -34,6 +34,7 @@ def test_an_admin_starts_a_local_model_from_the_form_and_it_plans(
     row = page.locator("#local-models tbody tr")
     expect(row).to_have_attribute("data-state", "ready", timeout=120_000)
     expect(row).to_contain_text("every part of new runs")
+    expect(page.locator("#local-models .notice")).to_have_count(0)  # it said what it had to
 
     page.reload()
     page.click("#run-options summary")
