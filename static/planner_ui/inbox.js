@@ -15,9 +15,11 @@
       last = count;
       const list = document.getElementById("inbox-list");
       // Everything but the outcome on top: the notice of a decision made on this page must
-      // not vanish when the count that decision changed comes back over the socket.
+      // not vanish when the count that decision changed comes back over the socket. Its inside
+      // only: a refresh asked for while another is on its way waits for it (htmx sends them one
+      // at a time), then swaps into the element it was aimed at, which must still be the page's.
       if (list && window.htmx) {
-        htmx.ajax("GET", list.dataset.url, {target: "#inbox-live", swap: "outerHTML", select: "#inbox-live"});
+        htmx.ajax("GET", list.dataset.url, {target: "#inbox-live", swap: "innerHTML", select: "#inbox-live > *"});
       }
       document.body.dispatchEvent(new CustomEvent("approvals:changed", {detail: {pending: count}}));
     }
