@@ -647,3 +647,8 @@ class LocalModel(models.Model):
     @property
     def route(self) -> str:
         return f"local:{self.name}"
+
+    @property
+    def stopping(self) -> bool:
+        """An admin stopped it, and its server is still up (or still loading)."""
+        return not self.wanted and self.state in (self.State.LOADING, self.State.READY)

@@ -16,11 +16,7 @@ class LocalModelsPanel:
 
 def local_models_panel() -> LocalModelsPanel:
     models = list(LocalModel.objects.all())
-    changing = any(
-        (m.wanted and m.state != LocalModel.State.READY)
-        or (not m.wanted and m.state in (LocalModel.State.LOADING, LocalModel.State.READY))
-        for m in models
-    )
+    changing = any((m.wanted and m.state != LocalModel.State.READY) or m.stopping for m in models)
     return LocalModelsPanel(models, changing)
 
 

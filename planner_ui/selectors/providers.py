@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner_ui.models import LocalModel, mask_key
+from planner_ui.models import mask_key
 from planner_ui.services.providers import credentials
+
+from .local_models import ready_local_routes
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ def provider_status() -> list[ProviderStatus]:
 
 
 def _local_status() -> ProviderStatus:
-    ready = [m.route for m in LocalModel.objects.filter(state=LocalModel.State.READY)]
+    ready = ready_local_routes()
     return ProviderStatus(
         "local",
         "Local",

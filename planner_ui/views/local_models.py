@@ -37,12 +37,7 @@ def local_model_start_view(request: HttpRequest) -> HttpResponse:
         )
     except LocalModelRefused as exc:
         # The path stays in its field, to be mended.
-        return _answer(
-            request,
-            error=str(exc),
-            status=403 if not request.user.is_staff else 400,
-            model_path=request.POST.get("model_path", ""),
-        )
+        return _answer(request, error=str(exc), model_path=request.POST.get("model_path", ""))
     return _answer(request, notice=f"Starting {model.name}: it answers as {model.route}.")
 
 
@@ -52,20 +47,16 @@ def local_model_stop_view(request: HttpRequest, model_id: int) -> HttpResponse:
     try:
         model = local_model_stop(user=request.user, model_id=model_id)
     except LocalModelRefused as exc:
-        return _answer(request, error=str(exc), status=403 if not request.user.is_staff else 400)
+        return _answer(request, error=str(exc))
     return _answer(request, notice=f"Stopping {model.name}.")
 
 
 def _answer(
-    request: HttpRequest,
-    *,
-    notice: str = "",
-    error: str = "",
-    status: int = 200,
-    model_path: str = "",
+    request: HttpRequest, *, notice: str = "", error: str = "", model_path: str = ""
 ) -> HttpResponse:
-    """The panel for htmx; without JavaScript, back to the form with the outcome."""
-    if status == 403:
+    """The panel for htmx; without JavaScript, back to the form with the outcome. A refusal
+    is 403 for someone who is not an administrator (they have no panel), else 400."""
+    if error and not request.user.is_staff:
         return HttpResponseForbidden(error)
     if not request.htmx:
         if error:
@@ -79,4 +70,4 @@ def _answer(
         "error": error,
         "model_path": model_path,
     }
-    return render(request, "planner_ui/_local_models.html", context, status=status)
+    return render(request, "planner_ui/_local_models.html", context, status=400 if error else 200)
