@@ -14,6 +14,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from planner_ui.fanout import fanout
 from planner_ui.selectors.approvals import pending_count
 from planner_ui.selectors.runs import events_after, run_user_can_watch
 from planner_ui.services.events import run_group, user_group
@@ -51,46 +52,48 @@ class _ClientMessages(AsyncJsonWebsocketConsumer):
 
 
 class RunConsumer(_ClientMessages):
-    # Channels closes stale database connections (a hop to a thread) before every message it
-    # hands a consumer. These two touch the database only through database_sync_to_async,
-    # which does that itself: skipping the hop is most of what forwarding an event to fifty
-    # watchers costs.
-    FORWARDED = {"run.event": "run_event", "run.text": "run_text"}
+    """A run's events, replayed from the log and then forwarded live, in order and without
+    duplicates, and its steps' live text.
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        forward = self.FORWARDED.get(message["type"])
-        if forward is None:
-            await super().dispatch(message)
-        else:
-            await getattr(self, forward)(message)
+    The run's messages come through this process's Fanout (one subscription per run, not one
+    per watcher), which calls `forward` for each; Channels' own dispatch, with its check of
+    the database connections in a thread before every message, is not involved."""
 
     async def connect(self) -> None:
         user = self.scope.get("user")
         self.run_id = int(self.scope["url_route"]["kwargs"]["run_id"])
+        self.group: str | None = None
         self.last_sent = 0
         # Events that came before the ones they follow, by sequence number, as serialized.
         self.early: dict[int, str] = {}
         self.gap_timer: asyncio.TimerHandle | None = None
         self.gap_fill: asyncio.Task | None = None
-        # Sending in order spans awaits; the gap's own fill runs beside the dispatch loop.
+        # Held while sending in order spans awaits (a replay reads the log); an event that
+        # arrives meanwhile waits in `early`, and the holder sends it before letting go.
         self.sending = asyncio.Lock()
+        # Live text that arrives before the text so far has been sent; None once it has.
+        self.held_text: list[str] | None = []
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_NOT_LOGGED_IN)
             return
         if not await database_sync_to_async(run_user_can_watch)(user, self.run_id):
             await self.close(code=CLOSE_NOT_FOUND)
             return
-        # Subscribe before replaying, so nothing falls between the two; duplicates are
-        # dropped by sequence number below.
-        self.group = run_group(self.run_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
         async with self.sending:
+            # Subscribe before replaying, so nothing falls between the two; duplicates are
+            # dropped by sequence number below.
+            self.group = run_group(self.run_id)
+            await fanout().join(self.group, self)
+            await self.accept()
             await self._replay(self._after_from_query())
-        # Then the text steps are writing now, from its start; pieces already queued for
-        # this socket follow it, and their offsets let the page skip what it already has.
+        self._watch_gap()
+        # Then the text steps are writing now, from its start; pieces that came meanwhile
+        # follow it, and their offsets let the page skip what it already has.
         for message in await sync_to_async(live_text_snapshot)(self.run_id):
             await self.send_json({"type": "text", **message})
+        while self.held_text:
+            await self.send(text_data=self.held_text.pop(0))
+        self.held_text = None
 
     async def disconnect(self, code: int) -> None:
         if getattr(self, "gap_timer", None) is not None:
@@ -98,7 +101,7 @@ class RunConsumer(_ClientMessages):
         if getattr(self, "gap_fill", None) is not None:
             self.gap_fill.cancel()
         if getattr(self, "group", None):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            await fanout().leave(self.group, self)
 
     def _after_from_query(self) -> int:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
@@ -123,26 +126,46 @@ class RunConsumer(_ClientMessages):
         await self.send_json({"type": "replay.done", "seq": self.last_sent})
         await self._send_in_order()
 
-    async def run_event(self, message: dict[str, Any]) -> None:
-        seq = message["seq"]
+    async def forward(self, message: dict[str, Any]) -> None:
+        """One message of the run's group, from the Fanout."""
+        if message["type"] == "run.text":
+            # Live text is not in the event log: it is sent as it comes, with no sequence
+            # number, and a watcher that misses some sees the step's whole output when it
+            # finishes.
+            if self.held_text is not None:
+                self.held_text.append(message["json"])
+            else:
+                await self.send(text_data=message["json"])
+            return
+        if message["type"] != "run.event" or message["seq"] <= self.last_sent:
+            return  # replayed from the log already
+        self.early[message["seq"]] = message["json"]
+        if self.sending.locked():
+            return  # whoever holds it sends this on its way out
         async with self.sending:
-            if seq <= self.last_sent:
-                return  # replayed from the log already
-            self.early[seq] = message["json"]
             await self._send_in_order()
-            if len(self.early) > MAX_EARLY_EVENTS:
-                await self._replay(self.last_sent)
-        if self.early and self.gap_timer is None and self.gap_fill is None:
-            self.gap_timer = asyncio.get_running_loop().call_later(GAP_WAIT_S, self._gap_waited)
+        self._watch_gap()
 
     async def _send_in_order(self) -> None:
         """Send the early events that follow on from the last one sent, and drop those the
-        log has sent since."""
+        log has sent since. The last thing done under `sending`, so nothing is left behind."""
         while (text := self.early.pop(self.last_sent + 1, None)) is not None:
             self.last_sent += 1
             await self.send(text_data=text)
         for seq in [seq for seq in self.early if seq <= self.last_sent]:
             del self.early[seq]
+
+    def _watch_gap(self) -> None:
+        """Events wait for the one before them over pub/sub for a while, then from the log;
+        too many waiting go to the log at once."""
+        if not self.early or self.gap_fill is not None:
+            return
+        if len(self.early) > MAX_EARLY_EVENTS:
+            if self.gap_timer is not None:
+                self.gap_timer.cancel()
+            self._gap_waited()
+        elif self.gap_timer is None:
+            self.gap_timer = asyncio.get_running_loop().call_later(GAP_WAIT_S, self._gap_waited)
 
     def _gap_waited(self) -> None:
         self.gap_timer = None
@@ -158,11 +181,7 @@ class RunConsumer(_ClientMessages):
                     await self._replay(self.last_sent)
         finally:
             self.gap_fill = None
-
-    async def run_text(self, message: dict[str, Any]) -> None:
-        # Live text is not in the event log: it is sent as it comes, with no sequence number,
-        # and a watcher that misses some sees the step's whole output when it finishes.
-        await self.send(text_data=message["json"])
+        self._watch_gap()
 
     async def receive_json(self, message: Any, **kwargs: Any) -> None:
         """Clients may only ping or ask for a replay; anything else gets a clear error."""
@@ -176,6 +195,7 @@ class RunConsumer(_ClientMessages):
                 return
             async with self.sending:
                 await self._replay(min(after, self.last_sent))
+            self._watch_gap()
         else:
             await self._error("unknown message type; expected 'ping' or 'replay'")
 
