@@ -135,9 +135,8 @@ async def test_pages_watching_one_run_share_its_feed_and_one_closing_leaves_the_
 async def test_a_subscription_that_fails_is_each_joiners_error_and_leaves_no_feed():
     from channels_redis.pubsub import RedisPubSubChannelLayer
 
-    from planner_ui.fanout import Fanout
-
     from agentsite.embedded import free_port
+    from planner_ui.fanout import Fanout
 
     nowhere = Fanout(RedisPubSubChannelLayer(hosts=[f"redis://127.0.0.1:{free_port()}"]))
     group = run_group(910005)
