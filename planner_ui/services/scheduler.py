@@ -81,25 +81,31 @@ def dependencies_count(run: Run) -> None:
     Step.objects.bulk_update(steps, ["dependents", "waiting_on"])
 
 
-def dispatch_ready(run: Run, unblocking: list[str] | None = None) -> list[str]:
-    """Queue the pending steps whose dependencies all succeeded. With `unblocking`, the
-    dependents of a step that just succeeded: each counted down by one, and only they are
-    looked at; without it, every step of the run."""
-    if unblocking is not None:
-        if not unblocking:
-            return []
-        sql.rows(
-            f"UPDATE {sql.table(Step)} SET waiting_on = waiting_on - 1 "
-            f"WHERE run_id = %s AND step_id IN ({sql.marks(len(unblocking))})",
-            [run.pk, *unblocking],
-        )
+def dispatch_ready(run: Run, among: list[str] | None = None) -> list[str]:
+    """Queue the pending steps whose dependencies all succeeded: only those `among`, when
+    given (the dependents of a step that just succeeded), else every step of the run."""
+    if among is not None and not among:
+        return []
     if run.replanning or run.paused_at:
         return []  # the plan is being revised, or a person paused the run
-    ready = _queue_ready(run.pk, unblocking)
+    ready = _queue_ready(run.pk, among)
     events_append(run.pk, [("step.queued", {}, step_id) for step_id in ready])
     for step_id in ready:
         _enqueue(run.pk, tasks.execute_step, run.pk, step_id)
     return ready
+
+
+def _count_down(run_id: int, step_ids: list[str]) -> bool:
+    """One dependency fewer to wait on for each of `step_ids`, after one of theirs succeeded;
+    whether any of them is pending (so the run is not over, whether it starts now or not)."""
+    if not step_ids:
+        return False
+    counted = sql.rows(
+        f"UPDATE {sql.table(Step)} SET waiting_on = waiting_on - 1 "
+        f"WHERE run_id = %s AND step_id IN ({sql.marks(len(step_ids))}) RETURNING status",
+        [run_id, *step_ids],
+    )
+    return any(status == StepStatus.PENDING for (status,) in counted)
 
 
 def _queue_ready(run_id: int, among: list[str] | None) -> list[str]:
@@ -136,11 +142,14 @@ def step_settled(run: Run, step_id: str, status: str, *, dependents: list[str], 
     if run.status != RunStatus.RUNNING:
         return
     if status == StepStatus.SUCCEEDED:
-        if dispatch_ready(run, unblocking=dependents):
-            return  # what it queued is still to run
-    elif status == StepStatus.FAILED and replan_start(run, step_id, error):
-        return  # the revision decides what happens to the steps that are left
+        pending = _count_down(run.pk, dependents)
+        if dispatch_ready(run, among=dependents) or pending:
+            return  # what it queued, or what still waits on other steps, is left to run
+        run = _whole(run)
     else:
+        run = _whole(run)
+        if status == StepStatus.FAILED and replan_start(run, step_id, error):
+            return  # the revision decides what happens to the steps that are left
         # No re-planning: nothing new starts, running branches finish, the run fails.
         reason = f"not run because step '{step_id}' failed"
         pending = list(
@@ -152,6 +161,12 @@ def step_settled(run: Run, step_id: str, status: str, *, dependents: list[str], 
         for pending_id in pending:
             event_append(run.pk, "step.skipped", {"reason": reason}, step_id=pending_id)
     run_finish_if_done(run)
+
+
+def _whole(run: Run) -> Run:
+    """The run with every field: the finish reads only its state, and re-planning and closing
+    the run, which are rarer, read and save much more of it."""
+    return Run.objects.get(pk=run.pk) if run.get_deferred_fields() else run
 
 
 def replan_start(run: Run, step_id: str, error: str) -> bool:

@@ -40,3 +40,54 @@ def test_an_unreachable_queue_fails_the_run_with_a_reason(make_user, dead_broker
     assert run.error.startswith("Could not hand the work to a worker: the task queue at REDIS_URL")
     assert "Start Redis and the workers (`make run` does both)" in run.error
     assert run.events.filter(type="run.status", payload__status="failed").exists()
+
+
+def _joined_pair(owner) -> Run:
+    """Steps a and b running, and `join` waiting on both; no re-planning."""
+    from planner_ui.core.status import StepStatus
+    from planner_ui.models import Step
+    from planner_ui.services.scheduler import dependencies_count
+
+    run = Run.objects.create(
+        owner=owner, task="t", status=RunStatus.RUNNING, replan_mode=Run.Replan.OFF
+    )
+    for i, (step_id, deps) in enumerate([("a", []), ("b", []), ("join", ["a", "b"])]):
+        Step.objects.create(
+            run=run,
+            step_id=step_id,
+            position=i,
+            title=step_id,
+            instruction="x",
+            role="writer",
+            depends_on=deps,
+            status=StepStatus.RUNNING if not deps else StepStatus.PENDING,
+        )
+    dependencies_count(run)
+    return run
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("first", ["fails", "succeeds"])
+def test_a_run_ends_when_its_last_step_does_whichever_parent_of_a_join_ends_first(make_user, first):
+    from planner_ui.agents.executor import StepOutcome
+    from planner_ui.core.status import StepStatus
+    from planner_ui.services.steps import step_finish
+
+    run = _joined_pair(make_user())
+
+    def fail() -> None:
+        step_finish(run.pk, "a", error="boom")
+
+    def succeed() -> None:
+        step_finish(run.pk, "b", outcome=StepOutcome(output="fine"))
+
+    (fail if first == "fails" else succeed)()
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING  # the other parent is still running
+    (succeed if first == "fails" else fail)()
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED
+    assert run.error == "step 'a' failed: boom"
+    join = run.steps.get(step_id="join")
+    assert (join.status, join.error) == (StepStatus.SKIPPED, "not run because step 'a' failed")
