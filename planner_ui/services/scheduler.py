@@ -38,22 +38,22 @@ log = logging.getLogger(__name__)
 
 
 def _enqueue(run_id: int, task: Any, *args: Any) -> None:
-    """Send `task(*args)` once the transaction commits; if the broker refuses, fail the run with
-    a reason a person can act on instead of leaving it waiting forever."""
+    """Send `task(*args)` once the transaction commits, with the transaction's other tasks; if
+    the broker refuses, fail the run with a reason a person can act on instead of leaving it
+    waiting forever."""
 
-    def send() -> None:
-        try:
-            task.apply_async(args=args, retry=True, retry_policy={"max_retries": 2})
-        except Exception as exc:  # kombu raises several types; all mean the same to the run
-            log.exception("could not enqueue %s for run %s", task.name, run_id)
-            run_fail(
-                run_id,
-                f"Could not hand the work to a worker: the task queue at REDIS_URL "
-                f"({settings.REDIS_URL}) did not accept it ({exc}). Start Redis and the workers "
-                "(`make run` does both), then submit the task again.",
-            )
+    def send(producer: Any) -> None:
+        task.apply_async(args=args, producer=producer, retry=True, retry_policy={"max_retries": 2})
 
-    after_commit().enqueue(send)
+    def refused(exc: Exception) -> None:
+        run_fail(
+            run_id,
+            f"Could not hand the work to a worker: the task queue at REDIS_URL "
+            f"({settings.REDIS_URL}) did not accept it ({exc}). Start Redis and the workers "
+            "(`make run` does both), then submit the task again.",
+        )
+
+    after_commit().enqueue(send, refused)
 
 
 def plan_enqueue(run: Run) -> None:

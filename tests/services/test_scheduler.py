@@ -42,6 +42,24 @@ def test_an_unreachable_queue_fails_the_run_with_a_reason(make_user, dead_broker
     assert run.events.filter(type="run.status", payload__status="failed").exists()
 
 
+def test_tasks_sent_together_that_the_queue_refuses_each_fail_their_own_run(make_user, dead_broker):
+    from django.db import transaction
+
+    from planner_ui.services.scheduler import plan_enqueue
+
+    owner = make_user()
+    runs = [
+        Run.objects.create(owner=owner, task=f"t{i}", status=RunStatus.PLANNING) for i in (1, 2)
+    ]
+    with transaction.atomic():  # one transaction: its tasks leave in one batch
+        for run in runs:
+            plan_enqueue(run)
+    for run in runs:
+        run.refresh_from_db()
+        assert run.status == RunStatus.FAILED
+        assert run.error.startswith("Could not hand the work to a worker")
+
+
 def _joined_pair(owner) -> Run:
     """Steps a and b running, and `join` waiting on both; no re-planning."""
     from planner_ui.core.status import StepStatus
