@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 IS_311 := import sys; sys.exit(sys.version_info[:2] != (3, 11))
 
-.PHONY: run test test-postgres bench bench-step bench-throughput lint format clean
+.PHONY: run test test-postgres bench bench-step bench-throughput bench-watchers lint format clean
 
 # Re-installs when pyproject.toml changes; re-creates a virtualenv of another Python version.
 $(STAMP): pyproject.toml
@@ -61,6 +61,10 @@ bench: $(STAMP)
 # The app's own CPU per step, one process, no Celery: quick to compare two commits.
 bench-step: $(STAMP)
 	$(PY) -m bench.step_cpu $(BENCH_ARGS)
+
+# Daphne alone forwarding one run's events to its watchers: CPU per message and delivery time.
+bench-watchers: $(STAMP)
+	$(PY) -m bench.watchers $(BENCH_ARGS)
 
 # Many small runs at once: steps per second and CPU per step, on SQLite and then on PostgreSQL
 # when one answers (BENCH_POSTGRES_URL; its database is created if missing).
