@@ -157,8 +157,15 @@ class RunConsumer(_ClientMessages):
 
     def _watch_gap(self) -> None:
         """Events wait for the one before them over pub/sub for a while, then from the log;
-        too many waiting go to the log at once."""
-        if not self.early or self.gap_fill is not None:
+        too many waiting go to the log at once. A gap that closed stops its clock: left
+        running, it went off on the next gap at once, and all the run's watchers in a
+        process then read the log together (their reads queue on one thread)."""
+        if not self.early:
+            if self.gap_timer is not None:
+                self.gap_timer.cancel()
+                self.gap_timer = None
+            return
+        if self.gap_fill is not None:
             return
         if len(self.early) > MAX_EARLY_EVENTS:
             if self.gap_timer is not None:

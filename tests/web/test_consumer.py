@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -10,6 +11,7 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 
 from agentsite.asgi import application
+from planner_ui.consumers import GAP_WAIT_S
 from planner_ui.models import Run, RunEvent
 from planner_ui.services.broadcast import group_publish
 from planner_ui.services.events import event_append, run_group
@@ -123,6 +125,27 @@ async def test_events_published_out_of_order_reach_the_page_in_order_without_a_r
     assert [m["event"]["seq"] for m in received] == [1, 2]
     # Nothing else: the gap closed over pub/sub, so the log was not asked (no replay.done).
     assert await ws.receive_nothing(timeout=0.5)
+    await ws.disconnect()
+
+
+async def test_a_gap_that_closed_does_not_shorten_the_wait_for_the_next(make_user):
+    _, run, cookie = await _setup(make_user)
+    ws, connected, _ = await _connect(run.pk, cookie)
+    assert connected
+    assert await _receive_events_until_replay_done(ws) == []
+    events = await _logged_unpublished(run, 1, 2, 3, 4)
+
+    _publish(run, events[2])
+    _publish(run, events[1])  # the first gap closes at once
+    await asyncio.sleep(GAP_WAIT_S * 0.8)
+    _publish(run, events[4])  # a second gap opens, near the end of the first one's wait
+    await asyncio.sleep(GAP_WAIT_S * 0.6)
+    _publish(run, events[3])  # and closes within its own
+
+    received = [json.loads(await ws.receive_from(timeout=5)) for _ in range(4)]
+    assert [m["event"]["seq"] for m in received] == [1, 2, 3, 4]
+    # Both closed over pub/sub: the log was not asked (no replay.done).
+    assert await ws.receive_nothing(timeout=GAP_WAIT_S * 2)
     await ws.disconnect()
 
 
