@@ -82,10 +82,16 @@ class RunConsumer(_ClientMessages):
         async with self.sending:
             # Subscribe before replaying, so nothing falls between the two; duplicates are
             # dropped by sequence number below.
-            self.group = run_group(self.run_id)
-            await fanout().join(self.group, self)
-            await self.accept()
-            await self._replay(self._after_from_query())
+            group = run_group(self.run_id)
+            await fanout().join(group, self)
+            try:
+                await self.accept()
+                await self._replay(self._after_from_query())
+            except BaseException:
+                # No disconnect follows a connect that failed: leave the feed here.
+                await fanout().leave(group, self)
+                raise
+            self.group = group
         self._watch_gap()
         # Then the text steps are writing now, from its start; pieces that came meanwhile
         # follow it, and their offsets let the page skip what it already has.
