@@ -20,6 +20,8 @@ from channels.layers import get_channel_layer
 
 log = logging.getLogger(__name__)
 
+RECEIVE_RETRY_S = 0.1
+
 
 class Watcher(Protocol):
     async def forward(self, message: dict[str, Any]) -> None:
@@ -75,7 +77,14 @@ class Fanout:
 
     async def _pump(self, feed: _Feed, channel: str) -> None:
         while True:
-            message = await self.layer.receive(channel)
+            try:
+                message = await self.layer.receive(channel)
+            except Exception:
+                # The layer reconnects to Redis by itself; a feed that stopped here would
+                # leave its watchers waiting for events that never come.
+                log.exception("could not receive on %s; trying again", channel)
+                await asyncio.sleep(RECEIVE_RETRY_S)
+                continue
             for watcher in list(feed.watchers):
                 try:
                     await watcher.forward(message)

@@ -8,7 +8,6 @@ a worker never picks up a step whose state it cannot see yet.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.conf import settings
@@ -30,9 +29,6 @@ from planner_ui.models import Approval, Run, Step
 from . import sql
 from .broadcast import after_commit
 from .events import event_append, events_append, owner_notify
-
-log = logging.getLogger(__name__)
-
 
 # --- handing work to the workers -------------------------------------------------------------
 
