@@ -148,3 +148,37 @@ async def test_a_subscription_that_fails_is_each_joiners_error_and_leaves_no_fee
     # The second joiner waited for the first, saw it fail and tried for itself.
     assert [type(outcome).__name__ for outcome in outcomes] == ["ConnectionError"] * 2
     assert nowhere.feeds == {}
+
+
+async def test_a_receive_that_fails_is_tried_again_and_the_feed_goes_on(settings):
+    from channels_redis.pubsub import RedisPubSubChannelLayer
+
+    from planner_ui.fanout import Fanout
+
+    class FailsOnce:
+        """The real layer, whose first receive fails."""
+
+        def __init__(self) -> None:
+            self.real = RedisPubSubChannelLayer(**settings.CHANNEL_LAYERS["default"]["CONFIG"])
+            self.failed = False
+
+        def __getattr__(self, name: str):
+            return getattr(self.real, name)
+
+        async def receive(self, channel: str) -> dict:
+            if not self.failed:
+                self.failed = True
+                raise ConnectionError("Redis went away for a moment")
+            return await self.real.receive(channel)
+
+    layer = FailsOnce()
+    feeds = Fanout(layer)
+    group = run_group(910006)
+    watcher = Collecting()
+    await feeds.join(group, watcher)
+
+    group_publish([_text(group, 1)])
+
+    assert await _until(watcher, 1) == [1]
+    assert layer.failed
+    await feeds.leave(group, watcher)
