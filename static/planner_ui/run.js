@@ -51,11 +51,17 @@
     const header = document.getElementById("run-header");
     values.base_version = header ? header.dataset.version : "0";
     htmx.ajax("POST", page.dataset.changeUrl, {
-      target: "#run-main", swap: "innerHTML", values: values,
+      source: "#run-page", target: "#run-main", swap: "innerHTML", values: values,
       headers: {"X-CSRFToken": page.dataset.csrf},
     });
   }
 
+  // htmx sends the requests of one source element one at a time and keeps only the newest
+  // waiting: with every request on the page's body, a card fetch or a timeline refresh asked
+  // for while a refresh was on its way replaced the refresh waiting behind it, and an event's
+  // change never showed (seen in CI: an approval missing from the page). So changes, refreshes,
+  // card fetches and the timeline each have a source of their own.
+  //
   // While a change is on its way, its own response brings the page as of some event: a
   // refresh asked for meanwhile is made afterwards only if its event is newer than that (most
   // are the change's own, and would only re-mount the graph a second time). A refresh asked for
@@ -89,7 +95,7 @@
   function refreshMain() {
     if (changesInFlight > 0) { owedSeq = Math.max(owedSeq, lastSeq); return; }
     if (!window.htmx) { window.location.reload(); return; }
-    htmx.ajax("GET", fragmentUrl, {target: "#run-main", swap: "innerHTML"});
+    htmx.ajax("GET", fragmentUrl, {source: "#run-main", target: "#run-main", swap: "innerHTML"});
   }
   // Noted at swap time, not when the refresh was asked for: typing goes on meanwhile.
   document.body.addEventListener("htmx:beforeSwap", (e) => {
@@ -155,7 +161,7 @@
     if (timelineTimer || !window.htmx || !page.dataset.timelineUrl) return;
     timelineTimer = setTimeout(() => {
       timelineTimer = null;
-      htmx.ajax("GET", page.dataset.timelineUrl, {target: "#run-timeline", swap: "none"});
+      htmx.ajax("GET", page.dataset.timelineUrl, {source: "#timeline-requests", target: "#run-timeline", swap: "none"});
     }, 300);
   }
   function fetchCards() {
@@ -163,7 +169,7 @@
     if (!dirtyCards.size || !window.htmx || changesInFlight > 0) return;
     const ids = Array.from(dirtyCards);
     dirtyCards.clear();
-    htmx.ajax("GET", page.dataset.cardsUrl + "?steps=" + encodeURIComponent(ids.join(",")), {target: "#steps", swap: "none"});
+    htmx.ajax("GET", page.dataset.cardsUrl + "?steps=" + encodeURIComponent(ids.join(",")), {source: "#cards-requests", target: "#steps", swap: "none"});
   }
   document.body.addEventListener("htmx:oobAfterSwap", (e) => {
     const card = e.detail.target;

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from planner_ui.core.run_options import RunOptions
 from planner_ui.models import Approval, Run
-from planner_ui.services.events import user_broadcast
+from planner_ui.services.events import event_append, user_broadcast
 from planner_ui.services.runs import run_create, run_pause, run_resume
 from tests.fakes.receiver import Receiver
 
@@ -216,6 +216,47 @@ def test_a_request_arriving_while_the_inbox_refreshes_still_shows(page, daphne_u
     route.fulfill(response=answer)
     expect(cards).to_have_count(3)
     expect(cards.filter(has_text="delete_file")).to_have_count(1)
+    assert page.js_errors == []
+
+
+def test_an_approval_arriving_while_the_run_page_refreshes_still_shows(page, daphne_url, make_user):
+    """An event that needs the run page refreshed while a refresh is on its way has its
+    refresh wait for that one. It used to wait in the one queue htmx keeps per source element,
+    the page's body for every request, where a timeline refresh asked for next replaced it: the
+    second approval never showed (seen once in CI, in the test above). Here the first refresh
+    is held until both others are asked for."""
+    alice = make_user("alice", "pw-for-tests-1")
+    run = run_create(owner=alice, options=RunOptions(task="Post notes about tea"))
+
+    def ask(tool: str) -> None:
+        approval = Approval.objects.create(
+            run=run, step_id=tool, call_key=f"1:{tool}", tool=tool, effect="send", arguments={}
+        )
+        payload = {"approval": approval.pk, "tool": tool, "effect": "send", "arguments": {}}
+        event_append(run.pk, "approval.requested", {**payload, "kind": "call"}, step_id=tool)
+
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    page.goto(f"{daphne_url}/runs/{run.pk}/")
+    expect(page.locator("#ws-state")).to_have_text("live")
+    pending = page.locator("#approvals-pending .approval")
+    held = []  # the first refresh, answered as of its asking (one approval), not yet delivered
+    page.route(
+        f"{daphne_url}/runs/{run.pk}/",
+        lambda route: (
+            route.continue_()
+            if held or route.request.headers.get("hx-request") != "true"
+            else held.append((route, route.fetch()))
+        ),
+    )
+    ask("http_post")
+    wait_until(page, lambda: held, "the first refresh")
+    ask("send_email")  # its refresh waits for the first
+    event_append(run.pk, "step.started", {"attempt": 1, "worker": "w"}, step_id="http_post")
+    page.wait_for_timeout(600)  # the page asks for the timeline 300 ms after a step's event
+    route, answer = held[0]
+    route.fulfill(response=answer)
+    expect(pending).to_have_count(2)
+    expect(pending.filter(has_text="send_email")).to_have_count(1)
     assert page.js_errors == []
 
 
