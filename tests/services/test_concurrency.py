@@ -56,8 +56,9 @@ def test_concurrent_appends_get_unique_contiguous_sequence_numbers(make_user):
         assert [e.payload["attempt"] for e in mine] == list(range(20))
 
 
-def test_two_parents_finishing_at_once_queue_their_child_exactly_once(make_user):
-    run = Run.objects.create(owner=make_user(), task="t", status=RunStatus.RUNNING)
+def joined_pair(owner, **run_fields) -> Run:
+    """A running run: steps a and b running, and `join` waiting on both."""
+    run = Run.objects.create(owner=owner, task="t", status=RunStatus.RUNNING, **run_fields)
     for i, (step_id, deps) in enumerate([("a", []), ("b", []), ("join", ["a", "b"])]):
         Step.objects.create(
             run=run,
@@ -70,6 +71,11 @@ def test_two_parents_finishing_at_once_queue_their_child_exactly_once(make_user)
             status=StepStatus.RUNNING if not deps else StepStatus.PENDING,
         )
     dependencies_count(run)
+    return run
+
+
+def test_two_parents_finishing_at_once_queue_their_child_exactly_once(make_user):
+    run = joined_pair(make_user())
 
     def finish(index: int) -> None:
         step_finish(run.pk, "ab"[index], outcome=StepOutcome(output=f"out {index}"))

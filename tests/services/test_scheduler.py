@@ -60,38 +60,15 @@ def test_tasks_sent_together_that_the_queue_refuses_each_fail_their_own_run(make
         assert run.error.startswith("Could not hand the work to a worker")
 
 
-def _joined_pair(owner) -> Run:
-    """Steps a and b running, and `join` waiting on both; no re-planning."""
-    from planner_ui.core.status import StepStatus
-    from planner_ui.models import Step
-    from planner_ui.services.scheduler import dependencies_count
-
-    run = Run.objects.create(
-        owner=owner, task="t", status=RunStatus.RUNNING, replan_mode=Run.Replan.OFF
-    )
-    for i, (step_id, deps) in enumerate([("a", []), ("b", []), ("join", ["a", "b"])]):
-        Step.objects.create(
-            run=run,
-            step_id=step_id,
-            position=i,
-            title=step_id,
-            instruction="x",
-            role="writer",
-            depends_on=deps,
-            status=StepStatus.RUNNING if not deps else StepStatus.PENDING,
-        )
-    dependencies_count(run)
-    return run
-
-
 @pytest.mark.django_db
 @pytest.mark.parametrize("first", ["fails", "succeeds"])
 def test_a_run_ends_when_its_last_step_does_whichever_parent_of_a_join_ends_first(make_user, first):
     from planner_ui.agents.executor import StepOutcome
     from planner_ui.core.status import StepStatus
     from planner_ui.services.steps import step_finish
+    from tests.services.test_concurrency import joined_pair
 
-    run = _joined_pair(make_user())
+    run = joined_pair(make_user(), replan_mode=Run.Replan.OFF)
 
     def fail() -> None:
         step_finish(run.pk, "a", error="boom")
