@@ -15,6 +15,7 @@ from typing import Any
 
 import redis
 from asgiref.sync import async_to_sync
+from celery import current_app
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
@@ -78,8 +79,6 @@ def tasks_send(tasks: list[tuple[Send, Refused]]) -> None:
     queue refuses them, each says so in its own way."""
     if not tasks:
         return
-    from celery import current_app
-
     try:
         with current_app.producer_or_acquire() as producer, producer.batch():
             for send, _refused in tasks:

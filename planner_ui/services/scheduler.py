@@ -138,8 +138,8 @@ def step_settled(run: Run, step_id: str, status: str, *, dependents: list[str], 
     if run.status != RunStatus.RUNNING:
         return
     if status == StepStatus.SUCCEEDED:
-        pending = _count_down(run.pk, dependents)
-        if dispatch_ready(run, among=dependents) or pending:
+        waiting = _count_down(run.pk, dependents)
+        if dispatch_ready(run, among=dependents) or waiting:
             return  # what it queued, or what still waits on other steps, is left to run
         run = _whole(run)
     else:
