@@ -91,8 +91,8 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
 def _claimed(pk: int) -> Step:
     """The step and its run, as the ORM would load them with select_related, in two plain
     SELECTs: building the joined query cost more than running it, at every step's start."""
-    (step,) = Step.objects.raw(f"SELECT * FROM {sql.table(Step)} WHERE id = %s", [pk])
-    (step.run,) = Run.objects.raw(f"SELECT * FROM {sql.table(Run)} WHERE id = %s", [step.run_id])
+    step = sql.load(Step, pk)
+    step.run = sql.load(Run, step.run_id)
     return step
 
 

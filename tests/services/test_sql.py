@@ -95,3 +95,33 @@ def test_insert_many_keeps_the_order_and_splits_what_one_statement_cannot_hold(r
     stored = {e.pk: (e.seq, e.step_id, e.payload) for e in RunEvent.objects.filter(run=run)}
     assert [stored[e.pk] for e in events] == [(n, f"s{n}", {"n": n}) for n in range(1, 401)]
     assert all(e.created_at is not None and not e._state.adding for e in events)
+
+
+def test_load_gives_what_the_orm_gives_field_by_field(run):
+    run.budget_usd = Decimal("2.5")
+    run.routes = {"executor": "offline:m"}
+    run.started_at = timezone.now()
+    run.save()
+    step = Step.objects.create(
+        run=run,
+        step_id="a",
+        title="A",
+        instruction="Do a",
+        role="writer",
+        tools=["calculator"],
+        depends_on=[],
+        dependents=["b"],
+        started_at=timezone.now(),
+        cost_usd=Decimal("0.25"),
+    )
+    for model, pk in ((Run, run.pk), (Step, step.pk)):
+        expected, loaded = model.objects.get(pk=pk), sql.load(model, pk)
+        assert not loaded._state.adding and loaded._state.db == connection.alias
+        for field in model._meta.concrete_fields:
+            want, got = getattr(expected, field.attname), getattr(loaded, field.attname)
+            assert (type(got), got) == (type(want), want), field.name
+
+
+def test_load_of_a_missing_row_raises_does_not_exist(run):
+    with pytest.raises(Step.DoesNotExist):
+        sql.load(Step, 10**9)
