@@ -197,9 +197,14 @@ def run_step(
             reply = _complete_with_room(
                 provider, request, live.write if live is not None else None, state
             )
-        finally:
+        except BaseException:
             if live is not None:
                 live.flush()
+            raise
+        # The rest of a final answer's text is not sent: the step's output, a moment later,
+        # is that text whole, and it ends the step's live text on every page.
+        if live is not None and reply.tool_calls:
+            live.flush()
         if reply.stop_reason in ("refusal", "model_context_window_exceeded"):
             raise StepFailed(stop_reason_failure(reply.stop_reason, reply.text))
         if not reply.tool_calls:
