@@ -5,18 +5,18 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs Django set up)
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from planner_ui.api.websocket import TokenAuthMiddleware  # noqa: E402
 from planner_ui.routing import websocket_urlpatterns  # noqa: E402
+from planner_ui.websocket_session import websocket_auth_stack  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns)))
+            websocket_auth_stack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns)))
         ),
     }
 )

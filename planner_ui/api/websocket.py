@@ -13,7 +13,7 @@ from planner_ui.services.tokens import token_user
 
 
 class TokenAuthMiddleware(BaseMiddleware):
-    """Inside AuthMiddlewareStack: a session's user stays; without one, a live token's user."""
+    """Inside websocket_auth_stack: a session's user stays; without one, a live token's user."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         user = scope.get("user")
