@@ -30,7 +30,7 @@ def execute_step(self, run_id: int, step_id: str, takeover: bool = False) -> Non
     worker = f"{self.request.hostname or socket.gethostname()}:{os.getpid()}"
     redelivered = takeover or bool((self.request.delivery_info or {}).get("redelivered"))
     try:
-        step_execute(run_id, step_id, worker, redelivered=redelivered)
+        step_execute(run_id, step_id, worker, redelivered=redelivered, carry_on=True)
     except StepBusy:
         # Its worker may be alive, or may have died a moment ago: look again after the lease.
         raise self.retry(

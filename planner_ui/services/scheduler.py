@@ -8,6 +8,7 @@ a worker never picks up a step whose state it cannot see yet.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -33,13 +34,23 @@ from .events import event_append, events_append, owner_notify
 # --- handing work to the workers -------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TaskSend:
+    """One task for the queue, sent with the producer its transaction's tasks share."""
+
+    task: Any
+    args: tuple[Any, ...]
+
+    def __call__(self, producer: Any) -> None:
+        self.task.apply_async(
+            args=self.args, producer=producer, retry=True, retry_policy={"max_retries": 2}
+        )
+
+
 def _enqueue(run_id: int, task: Any, *args: Any) -> None:
     """Send `task(*args)` once the transaction commits, with the transaction's other tasks; if
     the broker refuses, fail the run with a reason a person can act on instead of leaving it
     waiting forever."""
-
-    def send(producer: Any) -> None:
-        task.apply_async(args=args, producer=producer, retry=True, retry_policy={"max_retries": 2})
 
     def refused(exc: Exception) -> None:
         run_fail(
@@ -49,7 +60,7 @@ def _enqueue(run_id: int, task: Any, *args: Any) -> None:
             "(`make run` does both), then submit the task again.",
         )
 
-    after_commit().enqueue(send, refused)
+    after_commit().enqueue(TaskSend(task, args), refused)
 
 
 def plan_enqueue(run: Run) -> None:
@@ -77,16 +88,30 @@ def dependencies_count(run: Run) -> None:
     Step.objects.bulk_update(steps, ["dependents", "waiting_on"])
 
 
-def dispatch_ready(run: Run, among: list[str] | None = None) -> list[str]:
+class Carry:
+    """The step a finishing worker runs next itself, if its finish made one ready: it is
+    queued like the others, but no task is sent for it (see steps.step_execute)."""
+
+    def __init__(self) -> None:
+        self.step_id: str | None = None
+
+
+def dispatch_ready(
+    run: Run, among: list[str] | None = None, *, carry: Carry | None = None
+) -> list[str]:
     """Queue the pending steps whose dependencies all succeeded: only those `among`, when
-    given (the dependents of a step that just succeeded), else every step of the run."""
+    given (the dependents of a step that just succeeded), else every step of the run. With
+    `carry`, the first of them is left for the caller to run instead of sent to the queue."""
     if among is not None and not among:
         return []
     if run.replanning or run.paused_at:
         return []  # the plan is being revised, or a person paused the run
     ready = _queue_ready(run.pk, among)
     events_append(run.pk, [("step.queued", {}, step_id) for step_id in ready])
-    for step_id in ready:
+    sent = ready
+    if carry is not None and ready:
+        carry.step_id, sent = ready[0], ready[1:]
+    for step_id in sent:
         _enqueue(run.pk, tasks.execute_step, run.pk, step_id)
     return ready
 
@@ -132,14 +157,22 @@ def step_resume(run_id: int, step_id: str) -> bool:
     return True
 
 
-def step_settled(run: Run, step_id: str, status: str, *, dependents: list[str], error: str) -> None:
+def step_settled(
+    run: Run,
+    step_id: str,
+    status: str,
+    *,
+    dependents: list[str],
+    error: str,
+    carry: Carry | None = None,
+) -> None:
     """After a step's result is recorded: queue what it unblocks, re-plan around a failure, or
     skip what is left; then close the run if nothing is left to do."""
     if run.status != RunStatus.RUNNING:
         return
     if status == StepStatus.SUCCEEDED:
         waiting = _count_down(run.pk, dependents)
-        if dispatch_ready(run, among=dependents) or waiting:
+        if dispatch_ready(run, among=dependents, carry=carry) or waiting:
             return  # what it queued, or what still waits on other steps, is left to run
         run = _whole(run)
     else:

@@ -2,9 +2,10 @@
 in a working directory of its own with no disk shared between them, and beat on its own, all
 started with the README's commands and settings.
 
-Runs hand files from step to step; steps run on both workers; a run is watched from the other
-machine's Daphne; a worker SIGKILLed mid-step loses nothing and its step is taken over within
-a minute; a task message lost from the queue is handed out again by the sweep.
+Runs hand files from step to step; a run is watched from the other machine's Daphne; a worker
+SIGKILLed in a step that reads the file it wrote loses nothing: the other machine takes the step
+over within a minute and reads the file as the dead one wrote it; a task message lost from the
+queue is handed out again by the sweep.
 """
 
 from __future__ import annotations
@@ -186,30 +187,46 @@ def test_many_machines_share_files_take_over_a_dead_worker_and_recover_lost_mess
         read = run.steps.get(step_id="read-teas-md")
         assert read.status == StepStatus.SUCCEEDED
         assert RunFile.objects.filter(run=run, path="teas.md").exists()
-    machines_used = {s.worker.split("@")[0] for run in done for s in run.steps.all()}
-    assert machines_used == {"machine-a", "machine-b"}
     assert watchers.wait_for_seq(done[0].last_event_seq, timeout=10)
     watched = b"".join(raw for _, raw in watchers.stop())
     assert b'"type": "step.succeeded"' in watched and b"read-teas-md" in watched
     watchers.shutdown()
 
-    # Machine B dies in the middle of a step; the run completes without it.
-    victim = on_a.submit("Compare Python and Go for writing a command-line tool")
+    # Machine B writes a file and dies while the next step reads it; machine A takes that
+    # step over and reads what B wrote. (A's worker is away meanwhile, so that all of it
+    # starts on B: a worker runs the step a finish made ready itself, on the same machine.)
+    embedded.stop_processes([machines.procs["machine-a"]])
+    victim = on_a.submit(f"{FILE_TASK} (B)")
 
-    def running_on_b():
+    def reading_on_b():
         run = Run.objects.get(pk=victim)
-        return run.steps.filter(status=StepStatus.RUNNING, worker__startswith="machine-b@").first()
+        return run.steps.filter(
+            step_id="read-teas-md", status=StepStatus.RUNNING, worker__startswith="machine-b@"
+        ).first()
 
-    step = wait_until(running_on_b, timeout=60, what="a step running on machine B")
+    step = wait_until(reading_on_b, timeout=60, what="the reading step running on machine B")
     machines.kill("machine-b")
     killed_at = time.monotonic()
+    machines.start_worker("machine-a")
     run = wait_until(lambda: finished(victim), timeout=60, what="the run to finish without B")
     assert time.monotonic() - killed_at < 60
     assert run.status == RunStatus.SUCCEEDED, run.error
+    assert run.steps.get(step_id="save-list-three-teas").worker.startswith("machine-b@")
     step.refresh_from_db()
     assert step.status == StepStatus.SUCCEEDED and step.attempts == 2
     assert step.worker.startswith("machine-a@")
-    assert run.events.filter(type="step.worker_lost", step_id=step.step_id).exists()
+    # A's attempt read the file itself (B died in the step's first model call, before it
+    # read), and what it read is what B wrote.
+    lost = run.events.get(type="step.worker_lost", step_id=step.step_id)
+    read = run.events.get(step_id=step.step_id, type="step.tool_result", seq__gt=lost.seq)
+    content = bytes(RunFile.objects.get(run=run, path="teas.md").content).decode()
+    assert read.payload["content"] == content and not read.payload["is_error"]
+    assert not run.events.filter(type="step.failed").exists()
+
+    machines_used = {
+        s.worker.split("@")[0] for r in [*done, run] for s in r.steps.all() if s.worker
+    }
+    assert machines_used == {"machine-a", "machine-b"}
 
     # With no worker at all, a task message is lost from the queue (a Redis restart without
     # persistence); once a worker is back, the sweep hands the planning out again.
