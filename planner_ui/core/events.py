@@ -117,6 +117,9 @@ class StepStartedPayload(TypedDict):
     worker: str
     # How long the claim waited for the database's write lock (SQLite: one writer at a time).
     waited_ms: NotRequired[float]
+    # Claimed in the end of this step, by the worker that ran it, to run next (no claim of
+    # its own, so no wait).
+    carried_from: NotRequired[str]
 
 
 class ToolCallPayload(TypedDict):

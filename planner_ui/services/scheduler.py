@@ -8,6 +8,7 @@ a worker never picks up a step whose state it cannot see yet.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,11 +90,12 @@ def dependencies_count(run: Run) -> None:
 
 
 class Carry:
-    """The step a finishing worker runs next itself, if its finish made one ready: it is
-    queued like the others, but no task is sent for it (see steps.step_execute)."""
+    """The step a finishing worker runs next itself, if its finish made one ready: claimed for
+    it in the finish's own transaction, and sent to no queue (see steps.step_execute)."""
 
-    def __init__(self) -> None:
-        self.step_id: str | None = None
+    def __init__(self, claim: Callable[[str], int | None]) -> None:
+        self.claim = claim
+        self.pk: int | None = None
 
 
 def dispatch_ready(
@@ -101,7 +103,7 @@ def dispatch_ready(
 ) -> list[str]:
     """Queue the pending steps whose dependencies all succeeded: only those `among`, when
     given (the dependents of a step that just succeeded), else every step of the run. With
-    `carry`, the first of them is left for the caller to run instead of sent to the queue."""
+    `carry`, the first of them is claimed for the caller to run instead of sent to the queue."""
     if among is not None and not among:
         return []
     if run.replanning or run.paused_at:
@@ -110,7 +112,9 @@ def dispatch_ready(
     events_append(run.pk, [("step.queued", {}, step_id) for step_id in ready])
     sent = ready
     if carry is not None and ready:
-        carry.step_id, sent = ready[0], ready[1:]
+        carry.pk = carry.claim(ready[0])
+        if carry.pk is not None:
+            sent = ready[1:]
     for step_id in sent:
         _enqueue(run.pk, tasks.execute_step, run.pk, step_id)
     return ready

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -45,48 +46,59 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
     heartbeat is still fresh, so another worker may still be on it."""
     began = timezone.now()
     with transaction.atomic():
-        # Stamped once this worker holds the database's write lock, as the finish is.
-        now = timezone.now()
-        # One conditional UPDATE, joined with the run's status rather than locking its row: a
-        # cancel that commits first leaves nothing claimable, one that commits after stops the
-        # step at its next call.
-        params: list[Any] = [StepStatus.RUNNING.value, sql.when(now), sql.when(now), worker]
-        params += [run_id, step_id, _QUEUED.value]
-        claimable = "status = %s"
-        if redelivered:
-            # The broker hands a task back when its worker died, but also when a live one
-            # merely outlasted the visibility timeout: only a step whose heartbeat stopped is
-            # taken over.
-            stale = now - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
-            claimable = (
-                "(status = %s OR (status = %s AND (heartbeat_at < %s OR heartbeat_at IS NULL)))"
-            )
-            params += [_TAKEN_OVER.value, sql.when(stale)]
-        params += [run_id, RunStatus.RUNNING.value]
-        claimed = sql.rows(_CLAIM.format(claimable=claimable), params)
-        if not claimed:
-            if (
-                redelivered
-                and Step.objects.filter(
-                    run_id=run_id,
-                    step_id=step_id,
-                    status=StepStatus.RUNNING,
-                    run__status=RunStatus.RUNNING,
-                ).exists()
-            ):
-                raise StepBusy(step_id)
-            return None
-        ((pk, attempts),) = claimed
-        waited_ms = round((now - began).total_seconds() * 1000, 1)
-        event_append(
-            run_id,
-            "step.started",
-            {"attempt": attempts, "worker": worker, "waited_ms": waited_ms},
-            step_id=step_id,
-        )
+        pk = _claim(run_id, step_id, worker, began=began, redelivered=redelivered)
     # Read once the write lock is let go: loading the step and its run was most of the
     # claim's time under the lock, which every other step's claim and finish queue for.
-    return _claimed(pk)
+    return None if pk is None else _claimed(pk)
+
+
+def _claim(
+    run_id: int,
+    step_id: str,
+    worker: str,
+    *,
+    began: datetime | None = None,
+    redelivered: bool = False,
+    carried_from: str = "",
+) -> int | None:
+    """The claim itself, in the caller's transaction: the step's key, or None."""
+    # Stamped once this worker holds the database's write lock, as the finish is.
+    now = timezone.now()
+    # One conditional UPDATE, joined with the run's status rather than locking its row: a
+    # cancel that commits first leaves nothing claimable, one that commits after stops the
+    # step at its next call.
+    params: list[Any] = [StepStatus.RUNNING.value, sql.when(now), sql.when(now), worker]
+    params += [run_id, step_id, _QUEUED.value]
+    claimable = "status = %s"
+    if redelivered:
+        # The broker hands a task back when its worker died, but also when a live one
+        # merely outlasted the visibility timeout: only a step whose heartbeat stopped is
+        # taken over.
+        stale = now - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
+        claimable = "(status = %s OR (status = %s AND (heartbeat_at < %s OR heartbeat_at IS NULL)))"
+        params += [_TAKEN_OVER.value, sql.when(stale)]
+    params += [run_id, RunStatus.RUNNING.value]
+    claimed = sql.rows(_CLAIM.format(claimable=claimable), params)
+    if not claimed:
+        if (
+            redelivered
+            and Step.objects.filter(
+                run_id=run_id,
+                step_id=step_id,
+                status=StepStatus.RUNNING,
+                run__status=RunStatus.RUNNING,
+            ).exists()
+        ):
+            raise StepBusy(step_id)
+        return None
+    ((pk, attempts),) = claimed
+    started: dict[str, Any] = {"attempt": attempts, "worker": worker}
+    if carried_from:
+        started["carried_from"] = carried_from
+    else:
+        started["waited_ms"] = round((now - (began or now)).total_seconds() * 1000, 1)
+    event_append(run_id, "step.started", started, step_id=step_id)
+    return pk
 
 
 def _claimed(pk: int) -> Step:
@@ -149,13 +161,13 @@ def step_execute(
                 run_id, step.step_id, carried_from, time.monotonic() - began,
             )  # fmt: skip
         carried_from = step.step_id
-        step = step_claim(run_id, carried, worker) if carried else None
+        step = _claimed(carried) if carried is not None else None
 
 
 def _carried_take_over(run_id: int, step_id: str, worker: str) -> Step | None:
-    """What a dead process was carrying on to after finishing `step_id`, taken over: the step
-    it was running (as a redelivered step is: StepBusy while its heartbeat is fresh), or the
-    one it had queued for itself and not claimed yet. None when it carried nothing."""
+    """What a dead process was carrying on to after finishing `step_id`, taken over as a
+    redelivered step is (StepBusy while its heartbeat is fresh); None when it carried nothing
+    that is still running."""
     rows = {
         sid: (status, ran_by, sql.json_of(Step._meta.get_field("dependents"), dependents))
         for sid, status, ran_by, dependents in sql.rows(
@@ -170,10 +182,7 @@ def _carried_take_over(run_id: int, step_id: str, worker: str) -> Step | None:
         # The same process ran it next: the step it carried on to (or took from the queue).
         following = next((c for c in children if rows[c][1] == process), None)
         if following is None:
-            # It died between this step's end and its claim of the next, if it carried one:
-            # claim what this step queued (where a message stands for it too, one claim wins).
-            queued = [c for c in children if rows[c][0] == StepStatus.QUEUED]
-            return step_claim(run_id, queued[0], worker) if queued else None
+            return None
         current = following
         status = rows[current][0]
     if status == StepStatus.RUNNING and current != step_id:
@@ -181,7 +190,9 @@ def _carried_take_over(run_id: int, step_id: str, worker: str) -> Step | None:
     return None
 
 
-def _execute(step: Step, worker: str, *, carry_on: bool = False) -> str | None:
+def _execute(step: Step, worker: str, *, carry_on: bool = False) -> int | None:
+    """The step's work, then its end; the key of the step its end claimed for this process to
+    run next (with `carry_on`), if any."""
     run, run_id, step_id = step.run, step.run_id, step.step_id
 
     def on_event(type: str, payload: dict) -> None:
@@ -249,9 +260,18 @@ def _execute(step: Step, worker: str, *, carry_on: bool = False) -> str | None:
     finally:
         if workspace is not None:
             workspace_drop(workspace)
-    carry = Carry() if carry_on else None
+    carry = Carry(_carry_claim(run_id, step_id, worker)) if carry_on else None
     step_finish(run_id, step_id, outcome=outcome, model=provider.label, worker=worker, carry=carry)
-    return carry.step_id if carry else None
+    return carry.pk if carry else None
+
+
+def _carry_claim(run_id: int, parent: str, worker: str) -> Callable[[str], int | None]:
+    """How a finish claims, in its own transaction, the step it makes ready for this process."""
+
+    def claim(step_id: str) -> int | None:
+        return _claim(run_id, step_id, worker, carried_from=parent)
+
+    return claim
 
 
 def step_pause(run_id: int, step_id: str, paused: StepPaused, *, worker: str = "") -> None:

@@ -69,6 +69,16 @@ def test_a_finished_step_runs_one_step_it_made_ready_and_sends_the_others(make_u
         SYNTHESIS_STEP_ID: (StepStatus.PENDING, ""),
     }
     assert sent_steps() == ["a", "c"]
+    # Claimed in a's end, in the same transaction: its events follow on from a's.
+    started = run.events.get(type="step.started", step_id="b")
+    assert started.payload == {"attempt": 1, "worker": "w1", "carried_from": "a"}
+    succeeded = run.events.get(type="step.succeeded", step_id="a").seq
+    following = run.events.filter(seq__gt=succeeded, seq__lte=succeeded + 3).order_by("seq")
+    assert [(e.type, e.step_id) for e in following] == [
+        ("step.queued", "b"),
+        ("step.queued", "c"),
+        ("step.started", "b"),
+    ]
 
     step_execute(run.pk, "c", "w2", carry_on=True)
     run.refresh_from_db()
@@ -119,16 +129,6 @@ def test_while_the_carried_step_beats_its_worker_is_taken_for_alive(make_user):
     with pytest.raises(StepBusy):
         step_execute(run.pk, "a", "w2", redelivered=True, carry_on=True)
     assert steps_of(run)["b"] == (StepStatus.RUNNING, "w1")
-
-
-def test_a_process_that_died_before_claiming_what_it_carried_has_it_claimed_for_it(make_user):
-    run = approved(make_user(), "queued", [_step("a", []), _step("b", ["a"])])
-    step_execute(run.pk, "a", "w1")  # b is queued; say its process died before claiming it
-    step_execute(run.pk, "a", "w2", redelivered=True, carry_on=True)
-    run.refresh_from_db()
-    assert run.status == RunStatus.SUCCEEDED, run.error
-    b = run.steps.get(step_id="b")
-    assert (b.worker, b.attempts) == ("w2", 1)
 
 
 def test_a_handed_back_task_of_a_finished_chain_does_nothing(make_user):
