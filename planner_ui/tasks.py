@@ -30,12 +30,19 @@ def execute_step(self, run_id: int, step_id: str, takeover: bool = False) -> Non
     worker = f"{self.request.hostname or socket.gethostname()}:{os.getpid()}"
     redelivered = takeover or bool((self.request.delivery_info or {}).get("redelivered"))
     try:
-        step_execute(run_id, step_id, worker, redelivered=redelivered, carry_on=True)
+        step_execute(run_id, step_id, worker, redelivered=redelivered, carry_for_s=_carry_for_s())
     except StepBusy:
         # Its worker may be alive, or may have died a moment ago: look again after the lease.
         raise self.retry(
             kwargs={"takeover": True}, countdown=settings.AGENTSITE_STEP_LEASE_S
         ) from None
+
+
+def _carry_for_s() -> float:
+    """How long a step's task carries on to the steps it makes ready: half the time after which
+    the broker would hand its unacknowledged message to another worker."""
+    options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    return float(options.get("visibility_timeout", 3600)) / 2
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True)

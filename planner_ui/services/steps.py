@@ -136,22 +136,32 @@ def _context_for(step: Step) -> list[tuple[str, str, str]]:
 
 
 def step_execute(
-    run_id: int, step_id: str, worker: str, *, redelivered: bool = False, carry_on: bool = False
+    run_id: int,
+    step_id: str,
+    worker: str,
+    *,
+    redelivered: bool = False,
+    carry_for_s: float = 0.0,
 ) -> None:
     """Run one step end to end: claim it, call the executor, record the outcome, dispatch.
     Its heartbeat stays fresh meanwhile, so nobody takes over a step whose worker is alive.
 
-    With `carry_on`, a step its finish made ready runs next in this process, at once, rather
-    than after a round trip through the queue and the worker's main process (its siblings go
-    to the queue): no task message stands for it, so when this one is handed back, because
-    the process died, it takes over what the process was carrying."""
+    For `carry_for_s` seconds from the start, a step a finish makes ready runs next in this
+    process, at once, rather than after a round trip through the queue and the worker's main
+    process (its siblings go to the queue). No task message stands for it, so when this one is
+    handed back, because the process died, it takes over what the process was carrying; the
+    limit keeps this task's message from being handed back while the process lives (the
+    broker does that after its visibility timeout)."""
+    started = time.monotonic()
     step = step_claim(run_id, step_id, worker, redelivered=redelivered)
+    carried_from = ""
     if step is None and redelivered:
         step = _carried_take_over(run_id, step_id, worker)
-    carried_from = ""
+        carried_from = step_id
     while step is not None:
         began = time.monotonic()
         with step_heartbeat(run_id, step.step_id, worker):
+            carry_on = began - started < carry_for_s
             carried = _execute(step, worker, carry_on=carry_on)
         if carried_from:
             # The task's own line in the worker's log (agentsite.worker_log) names the step it

@@ -42,18 +42,15 @@ def test_insert_keeps_a_null_decimal_null(run):
     assert ModelCall.objects.get(pk=call.pk).cost_usd is None
 
 
+def step_of(run: Run, **fields) -> Step:
+    return Step.objects.create(
+        run=run, step_id="a", title="A", instruction="Do a", role="writer", **fields
+    )
+
+
 def test_what_returning_gives_back_reads_as_the_orm_reads_it(run):
     started = timezone.now()
-    step = Step.objects.create(
-        run=run,
-        step_id="a",
-        title="A",
-        instruction="Do a",
-        role="writer",
-        dependents=["b", "c"],
-        started_at=started,
-        cost_usd=Decimal("1.5"),
-    )
+    step = step_of(run, dependents=["b", "c"], started_at=started, cost_usd=Decimal("1.5"))
     ((started_at, cost, dependents),) = sql.rows(
         f"UPDATE {sql.table(Step)} SET cost_usd = cost_usd + CAST(%s AS NUMERIC) "
         "WHERE id = %s RETURNING started_at, cost_usd, dependents",
@@ -102,14 +99,9 @@ def test_load_gives_what_the_orm_gives_field_by_field(run):
     run.routes = {"executor": "offline:m"}
     run.started_at = timezone.now()
     run.save()
-    step = Step.objects.create(
-        run=run,
-        step_id="a",
-        title="A",
-        instruction="Do a",
-        role="writer",
+    step = step_of(
+        run,
         tools=["calculator"],
-        depends_on=[],
         dependents=["b"],
         started_at=timezone.now(),
         cost_usd=Decimal("0.25"),

@@ -1,4 +1,4 @@
-"""A worker that finishes a step runs a step it made ready itself (`carry_on`), and a task handed
+"""A worker that finishes a step runs a step it made ready itself (`carry_for_s`), and a task handed
 back because that worker died takes over what it was carrying. In-process with the offline
 executor; these tests' transactions never commit, so the tasks stay in their transaction's
 AfterCommit, where the tests read them."""
@@ -21,6 +21,8 @@ from planner_ui.services.runs import run_approve_plan, run_create, run_plan
 from planner_ui.services.steps import StepBusy, step_claim, step_execute
 
 pytestmark = pytest.mark.django_db
+
+CARRY_S = 300.0
 
 
 def _step(step_id: str, depends_on: list[str]) -> dict:
@@ -54,20 +56,24 @@ def steps_of(run: Run) -> dict[str, tuple[str, str]]:
     return {s.step_id: (s.status, s.worker) for s in run.steps.all()}
 
 
+# a and b done by w1, which carried on from a to b; c waits in the queue.
+B_CARRIED_C_SENT = {
+    "a": (StepStatus.SUCCEEDED, "w1"),
+    "b": (StepStatus.SUCCEEDED, "w1"),
+    "c": (StepStatus.QUEUED, ""),
+    SYNTHESIS_STEP_ID: (StepStatus.PENDING, ""),
+}
+
+
 def test_a_finished_step_runs_one_step_it_made_ready_and_sends_the_others(make_user):
     run = approved(make_user(), "fan", [_step("a", []), _step("b", ["a"]), _step("c", ["a"])])
     assert sent_steps() == ["a"]
 
-    step_execute(run.pk, "a", "w1", carry_on=True)
+    step_execute(run.pk, "a", "w1", carry_for_s=CARRY_S)
 
     # b ran next in the same process, with no task of its own; c went to the queue. b's end
     # made nothing ready (the synthesis waits for c too), so the process stopped there.
-    assert steps_of(run) == {
-        "a": (StepStatus.SUCCEEDED, "w1"),
-        "b": (StepStatus.SUCCEEDED, "w1"),
-        "c": (StepStatus.QUEUED, ""),
-        SYNTHESIS_STEP_ID: (StepStatus.PENDING, ""),
-    }
+    assert steps_of(run) == B_CARRIED_C_SENT
     assert sent_steps() == ["a", "c"]
     # Claimed in a's end, in the same transaction: its events follow on from a's.
     started = run.events.get(type="step.started", step_id="b")
@@ -80,7 +86,7 @@ def test_a_finished_step_runs_one_step_it_made_ready_and_sends_the_others(make_u
         ("step.started", "b"),
     ]
 
-    step_execute(run.pk, "c", "w2", carry_on=True)
+    step_execute(run.pk, "c", "w2", carry_for_s=CARRY_S)
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED
     assert steps_of(run)[SYNTHESIS_STEP_ID] == (StepStatus.SUCCEEDED, "w2")
@@ -100,6 +106,15 @@ def test_without_carry_on_a_step_runs_alone(make_user):
     assert sent_steps() == ["a", "b"]
 
 
+def test_a_task_carries_on_only_for_its_time_then_sends_to_the_queue(make_user, settings):
+    settings.AGENTSITE_OFFLINE_LATENCY_S = 0.2  # each step takes at least this long
+    run = approved(make_user(), "time", [_step("a", []), _step("b", ["a"]), _step("c", ["b"])])
+    # a starts within the time and carries on to b; b starts after it, so c is sent.
+    step_execute(run.pk, "a", "w1", carry_for_s=0.1)
+    assert steps_of(run) == B_CARRIED_C_SENT
+    assert sent_steps() == ["a", "c"]
+
+
 def chain_died_in_b(owner, name: str, *, heartbeat_age_s: float) -> Run:
     """a → b: process w1 finished a, carried on to b and died in it."""
     run = approved(owner, name, [_step("a", []), _step("b", ["a"])])
@@ -115,7 +130,7 @@ def test_a_handed_back_task_takes_over_the_step_its_dead_process_carried_on_to(m
     run = chain_died_in_b(make_user(), "died", heartbeat_age_s=settings.AGENTSITE_STEP_LEASE_S + 1)
 
     # a's task comes back (its process died before acknowledging it): a is done, b is not.
-    step_execute(run.pk, "a", "w2", redelivered=True, carry_on=True)
+    step_execute(run.pk, "a", "w2", redelivered=True, carry_for_s=CARRY_S)
 
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED, run.error
@@ -127,17 +142,17 @@ def test_a_handed_back_task_takes_over_the_step_its_dead_process_carried_on_to(m
 def test_while_the_carried_step_beats_its_worker_is_taken_for_alive(make_user):
     run = chain_died_in_b(make_user(), "alive", heartbeat_age_s=0)
     with pytest.raises(StepBusy):
-        step_execute(run.pk, "a", "w2", redelivered=True, carry_on=True)
+        step_execute(run.pk, "a", "w2", redelivered=True, carry_for_s=CARRY_S)
     assert steps_of(run)["b"] == (StepStatus.RUNNING, "w1")
 
 
 def test_a_handed_back_task_of_a_finished_chain_does_nothing(make_user):
     run = approved(make_user(), "done", [_step("a", []), _step("b", ["a"])])
-    step_execute(run.pk, "a", "w1", carry_on=True)
+    step_execute(run.pk, "a", "w1", carry_for_s=CARRY_S)
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED
     before = run.last_event_seq
-    step_execute(run.pk, "a", "w2", redelivered=True, carry_on=True)
+    step_execute(run.pk, "a", "w2", redelivered=True, carry_for_s=CARRY_S)
     run.refresh_from_db()
     assert run.last_event_seq == before
     assert {worker for _, worker in steps_of(run).values()} == {"w1"}
