@@ -105,38 +105,46 @@ def datetime_of(value: Any) -> datetime | None:
 
 # --- loading one row as a model instance ------------------------------------------------------
 
-# Per model and database: the SELECT of its columns, their attribute names, and the converters
+# Per model, database, columns and lock: the SELECT, the attribute names, and the converters
 # the ORM applies to each column read back. Worked out once: it was most of a raw query's cost.
 _Reader = tuple[str, list[str], list[tuple[int, list[Any], Any]]]
-_readers: dict[tuple[type[models.Model], str], _Reader] = {}
+_readers: dict[tuple[type[models.Model], str, tuple[str, ...] | None, bool], _Reader] = {}
 
 
-def _reader(model: type[models.Model]) -> _Reader:
-    key = (model, connection.alias)
+def _reader(model: type[models.Model], fields: tuple[str, ...] | None, lock: bool) -> _Reader:
+    key = (model, connection.alias, fields, lock)
     if (reader := _readers.get(key)) is None:
         meta = model._meta
-        fields = meta.concrete_fields
-        columns = [field.get_col(meta.db_table) for field in fields]
+        chosen = [
+            field
+            for field in meta.concrete_fields
+            if fields is None or field is meta.pk or field.attname in fields
+        ]
+        columns = [field.get_col(meta.db_table) for field in chosen]
         compiler = SQLCompiler(None, connection, connection.alias)
         converters = [
             (index, funcs, expression)
             for index, (funcs, expression) in compiler.get_converters(columns).items()
         ]
-        select = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+        select = ", ".join(connection.ops.quote_name(field.column) for field in chosen)
         key_column = connection.ops.quote_name(meta.pk.column)
+        locked = " FOR UPDATE" if lock and connection.features.has_select_for_update else ""
         reader = (
-            f"SELECT {select} FROM {table(model)} WHERE {key_column} = %s",
-            [field.attname for field in fields],
+            f"SELECT {select} FROM {table(model)} WHERE {key_column} = %s{locked}",
+            [field.attname for field in chosen],
             converters,
         )
         _readers[key] = reader
     return reader
 
 
-def load(model: type[_M], pk: Any) -> _M:
-    """The row `pk` of `model` as `model.objects.get(pk=pk)` would give it, in a plain SELECT;
-    DoesNotExist when there is none."""
-    select, names, converters = _reader(model)
+def load(
+    model: type[_M], pk: Any, *, fields: tuple[str, ...] | None = None, for_update: bool = False
+) -> _M:
+    """The row `pk` of `model` as `model.objects.get(pk=pk)` would give it, in a plain SELECT
+    (only `fields` and the key, the rest deferred, when given; its row locked with
+    `for_update`, where the database locks rows); DoesNotExist when there is none."""
+    select, names, converters = _reader(model, fields, for_update)
     found = rows(select, [pk])
     if not found:
         raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")

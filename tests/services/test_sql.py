@@ -117,3 +117,17 @@ def test_load_gives_what_the_orm_gives_field_by_field(run):
 def test_load_of_a_missing_row_raises_does_not_exist(run):
     with pytest.raises(Step.DoesNotExist):
         sql.load(Step, 10**9)
+
+
+def test_load_of_some_fields_reads_them_as_the_orm_does_and_defers_the_rest(run):
+    run.paused_at = timezone.now()
+    run.replanning = True
+    run.save()
+    fields = ("status", "replanning", "paused_at")
+    loaded = sql.load(Run, run.pk, fields=fields, for_update=True)
+    expected = Run.objects.get(pk=run.pk)
+    assert loaded.pk == run.pk
+    for name in fields:
+        want, got = getattr(expected, name), getattr(loaded, name)
+        assert (type(got), got) == (type(want), want), name
+    assert "task" in loaded.get_deferred_fields() and "status" not in loaded.get_deferred_fields()
