@@ -19,7 +19,7 @@ from planner_ui.services.events import event_append, run_group
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
 
-def _session_cookie(user) -> bytes:
+def session_cookie(user) -> bytes:
     client = Client()
     client.force_login(user)
     return f"sessionid={client.cookies['sessionid'].value}".encode()
@@ -29,7 +29,7 @@ def _session_cookie(user) -> bytes:
 def _setup(make_user, owner_name: str = "alice"):
     owner = make_user(owner_name)
     run = Run.objects.create(owner=owner, task="Research tea")
-    return owner, run, _session_cookie(owner)
+    return owner, run, session_cookie(owner)
 
 
 async def _connect(run_id: int, cookie: bytes | None, after: int | None = None):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 
 from planner_ui.websocket_session import websocket_auth_stack
+from tests.web.test_consumer import session_cookie
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -30,9 +30,7 @@ class Recorder:
 
 @database_sync_to_async
 def _cookie(make_user) -> bytes:
-    client = Client()
-    client.force_login(make_user("alice"))
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
+    return session_cookie(make_user("alice"))
 
 
 async def _talk(app, headers):
