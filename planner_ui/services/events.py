@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.db import transaction
@@ -58,11 +61,37 @@ def events_append(
     if not events:
         return []
     kinds = [(check_event(type, payload), payload, step_id) for type, payload, step_id in events]
+    stored = _unnumbered(run_id, kinds)
+    held = _held.get()
+    if held is not None and held[0] == run_id:
+        held[1].extend(stored)  # numbered and stored where events_at_end's block ends
+        return stored
     # No savepoint of its own: inside a caller's transaction the events live or die with it.
     with transaction.atomic(savepoint=False):
-        # The UPDATE locks the run row until commit, so sequence numbers never collide.
-        ((last,),) = sql.rows(_NEXT_SEQS, [len(kinds), run_id])
-        return _store(run_id, last - len(kinds) + 1, kinds)
+        _number_and_store(stored)
+    return stored
+
+
+# The run whose events wait for the end of an events_at_end block, and those events.
+_held: ContextVar[tuple[int, list[RunEvent]] | None] = ContextVar("held_events", default=None)
+
+
+@contextmanager
+def events_at_end(run_id: int) -> Iterator[None]:
+    """Inside a transaction: the run's events appended in the block are numbered and stored
+    together as its last statements, in their order (dropped if it raises).
+
+    Numbering takes the run's row until commit (the UPDATE of its counter), and on PostgreSQL
+    that serializes whatever else appends to the run: taken at the end, it is held for two
+    statements and the commit instead of the whole transaction. Nothing inside the block may
+    read the events it appended back from the database."""
+    held: list[RunEvent] = []
+    token = _held.set((run_id, held))
+    try:
+        yield
+    finally:
+        _held.reset(token)
+    _number_and_store(held)
 
 
 def event_record(
@@ -70,21 +99,35 @@ def event_record(
 ) -> RunEvent:
     """Store an event whose sequence number the caller took from the run's row in this same
     transaction (services.accounting bumps it with the usage totals); publish it after commit."""
-    return _store(run_id, seq, [(check_event(type, payload), payload, step_id)])[0]
+    (event,) = _unnumbered(run_id, [(check_event(type, payload), payload, step_id)])
+    event.seq = seq
+    _store([event])
+    return event
 
 
-def _store(
-    run_id: int, first_seq: int, kinds: list[tuple[EventType, dict[str, Any], str]]
-) -> list[RunEvent]:
-    """Insert checked events numbered from `first_seq` in one statement; publish after commit."""
-    stored = [
-        RunEvent(run_id=run_id, seq=first_seq + n, type=kind, step_id=step_id, payload=payload)
-        for n, (kind, payload, step_id) in enumerate(kinds)
+def _unnumbered(run_id: int, kinds: list[tuple[EventType, dict[str, Any], str]]) -> list[RunEvent]:
+    return [
+        RunEvent(run_id=run_id, seq=0, type=kind, step_id=step_id, payload=payload)
+        for kind, payload, step_id in kinds
     ]
-    sql.insert_many(stored)
-    for event in stored:
+
+
+def _number_and_store(events: list[RunEvent]) -> None:
+    """Number events of one run from its row and store them, in the caller's transaction."""
+    if not events:
+        return
+    # The UPDATE locks the run row until commit, so sequence numbers never collide.
+    ((last,),) = sql.rows(_NEXT_SEQS, [len(events), events[0].run_id])
+    for n, event in enumerate(events, start=last - len(events) + 1):
+        event.seq = n
+    _store(events)
+
+
+def _store(events: list[RunEvent]) -> None:
+    """Insert numbered events in one statement; publish them after commit."""
+    sql.insert_many(events)
+    for event in events:
         _publish(event)
-    return stored
 
 
 def _publish(event: RunEvent) -> None:

@@ -2,8 +2,9 @@
 work to the Celery workers.
 
 Every function that takes a `run` expects the caller to hold its row lock
-(`select_for_update`) inside a transaction; work is enqueued once that transaction commits, so
-a worker never picks up a step whose state it cannot see yet.
+(`select_for_update`; step_settled says when a shared one does) inside a transaction; work is
+enqueued once that transaction commits, so a worker never picks up a step whose state it
+cannot see yet.
 """
 
 from __future__ import annotations
@@ -161,6 +162,11 @@ def step_resume(run_id: int, step_id: str) -> bool:
     return True
 
 
+class RunChanges(Exception):  # noqa: N818 - a state, not an error
+    """Settling a step under a shared lock of its run found that it changes the run itself:
+    roll back and settle it again holding the run's row."""
+
+
 def step_settled(
     run: Run,
     step_id: str,
@@ -169,17 +175,27 @@ def step_settled(
     dependents: list[str],
     error: str,
     carry: Carry | None = None,
+    shared: bool = False,
 ) -> None:
     """After a step's result is recorded: queue what it unblocks, re-plan around a failure, or
-    skip what is left; then close the run if nothing is left to do."""
+    skip what is left; then close the run if nothing is left to do.
+
+    `shared`: the caller holds the run's row in a shared lock (steps.step_finish: other steps
+    finish meanwhile, steering waits), enough to queue a step's children; what would change
+    the run raises RunChanges instead."""
     if run.status != RunStatus.RUNNING:
         return
     if status == StepStatus.SUCCEEDED:
         waiting = _count_down(run.pk, dependents)
         if dispatch_ready(run, among=dependents, carry=carry) or waiting:
             return  # what it queued, or what still waits on other steps, is left to run
+        if shared:
+            # Two last steps that finished side by side would each see the other running.
+            raise RunChanges(step_id)
         run = _whole(run)
     else:
+        if shared:
+            raise RunChanges(step_id)
         run = _whole(run)
         if status == StepStatus.FAILED and replan_start(run, step_id, error):
             return  # the revision decides what happens to the steps that are left

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from django.db import connection, models
 from django.db.models.sql.compiler import SQLCompiler
@@ -108,10 +108,13 @@ def datetime_of(value: Any) -> datetime | None:
 # Per model, database, columns and lock: the SELECT, the attribute names, and the converters
 # the ORM applies to each column read back. Worked out once: it was most of a raw query's cost.
 _Reader = tuple[str, list[str], list[tuple[int, list[Any], Any]]]
-_readers: dict[tuple[type[models.Model], str, tuple[str, ...] | None, bool], _Reader] = {}
+_readers: dict[tuple[type[models.Model], str, tuple[str, ...] | None, str], _Reader] = {}
+
+# How `load` locks the row, where the database locks rows (SQLite serializes every write).
+Lock = Literal["", "update", "key share"]
 
 
-def _reader(model: type[models.Model], fields: tuple[str, ...] | None, lock: bool) -> _Reader:
+def _reader(model: type[models.Model], fields: tuple[str, ...] | None, lock: Lock) -> _Reader:
     key = (model, connection.alias, fields, lock)
     if (reader := _readers.get(key)) is None:
         meta = model._meta
@@ -128,7 +131,8 @@ def _reader(model: type[models.Model], fields: tuple[str, ...] | None, lock: boo
         ]
         select = ", ".join(connection.ops.quote_name(field.column) for field in chosen)
         key_column = connection.ops.quote_name(meta.pk.column)
-        locked = " FOR UPDATE" if lock and connection.features.has_select_for_update else ""
+        locks = lock and connection.features.has_select_for_update
+        locked = f" FOR {lock.upper()}" if locks else ""
         reader = (
             f"SELECT {select} FROM {table(model)} WHERE {key_column} = %s{locked}",
             [field.attname for field in chosen],
@@ -138,13 +142,14 @@ def _reader(model: type[models.Model], fields: tuple[str, ...] | None, lock: boo
     return reader
 
 
-def load(
-    model: type[_M], pk: Any, *, fields: tuple[str, ...] | None = None, for_update: bool = False
-) -> _M:
+def load(model: type[_M], pk: Any, *, fields: tuple[str, ...] | None = None, lock: Lock = "") -> _M:
     """The row `pk` of `model` as `model.objects.get(pk=pk)` would give it, in a plain SELECT
-    (only `fields` and the key, the rest deferred, when given; its row locked with
-    `for_update`, where the database locks rows); DoesNotExist when there is none."""
-    select, names, converters = _reader(model, fields, for_update)
+    (only `fields` and the key, the rest deferred, when given); DoesNotExist when there is none.
+
+    With `lock`, the row is locked until commit where the database locks rows: "update" as
+    `select_for_update()` does; "key share" (PostgreSQL) only against those, so that other key
+    shares and plain UPDATEs of the row go on meanwhile."""
+    select, names, converters = _reader(model, fields, lock)
     found = rows(select, [pk])
     if not found:
         raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")

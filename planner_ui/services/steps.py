@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,12 +25,12 @@ from planner_ui.selectors.tools import tools_for_step
 
 from . import sql
 from .approvals import approval_find
-from .events import event_append
+from .events import event_append, events_at_end
 from .files import workspace_checkout, workspace_drop
 from .gate import tool_context, tool_runner
 from .leases import step_heartbeat
 from .providers import run_provider
-from .scheduler import Carry, step_resume, step_settled
+from .scheduler import Carry, RunChanges, step_resume, step_settled
 from .streaming import live_text_clear, text_broadcaster
 
 log = logging.getLogger(__name__)
@@ -332,54 +333,70 @@ def step_finish(
         status = StepStatus.SKIPPED if stopped else StepStatus.FAILED
         column, text = "error", error
     (source,) = step_sources(status, {StepStatus.RUNNING})
-    with transaction.atomic():
-        run = _run_state(run_id)
-        now = timezone.now()
-        params = [status.value, sql.when(now), model, text, run_id, step_id, source.value]
-        finished = sql.rows(
-            _FINISH.format(column=column, held=" AND worker = %s" if worker else ""),
-            params + [worker] if worker else params,
-        )
-        if not finished:
-            return  # finished already by another delivery of the same task
-        ((tokens_in, tokens_out, model_calls, cost, started_at, dependents),) = finished
-        if status == StepStatus.SUCCEEDED:
-            started_at = sql.datetime_of(started_at)
-            event_append(
-                run_id,
-                "step.succeeded",
-                {
-                    "output": text,
-                    "tokens_in": tokens_in,
-                    "tokens_out": tokens_out,
-                    "model_calls": model_calls,
-                    "cost_usd": str(sql.decimal_of(cost)),
-                    "duration_s": (now - started_at).total_seconds() if started_at else None,
-                    "model": model,
-                },
-                step_id=step_id,
+
+    def settle(shared: bool) -> bool:
+        """One try, in a transaction: whether it recorded the step's end."""
+        if carry is not None:
+            carry.pk = None  # what a try that started over claimed was rolled back
+        with transaction.atomic(), events_at_end(run_id) if shared else nullcontext():
+            run = _run_state(run_id, lock="key share" if shared else "update")
+            now = timezone.now()
+            params = [status.value, sql.when(now), model, text, run_id, step_id, source.value]
+            finished = sql.rows(
+                _FINISH.format(column=column, held=" AND worker = %s" if worker else ""),
+                params + [worker] if worker else params,
             )
-        elif status == StepStatus.SKIPPED:
-            event_append(run_id, "step.skipped", {"reason": error}, step_id=step_id)
-        else:
-            event_append(run_id, "step.failed", {"error": error}, step_id=step_id)
-        step_settled(
-            run,
-            step_id,
-            status,
-            dependents=sql.json_of(Step._meta.get_field("dependents"), dependents),
-            error=error,
-            carry=carry,
-        )
-    # Outside the transaction: its output is stored, and Redis is not worth holding the lock.
-    live_text_clear(run_id, step_id)
+            if not finished:
+                return False  # finished already by another delivery of the same task
+            ((tokens_in, tokens_out, model_calls, cost, started_at, dependents),) = finished
+            if status == StepStatus.SUCCEEDED:
+                started_at = sql.datetime_of(started_at)
+                event_append(
+                    run_id,
+                    "step.succeeded",
+                    {
+                        "output": text,
+                        "tokens_in": tokens_in,
+                        "tokens_out": tokens_out,
+                        "model_calls": model_calls,
+                        "cost_usd": str(sql.decimal_of(cost)),
+                        "duration_s": (now - started_at).total_seconds() if started_at else None,
+                        "model": model,
+                    },
+                    step_id=step_id,
+                )
+            elif status == StepStatus.SKIPPED:
+                event_append(run_id, "step.skipped", {"reason": error}, step_id=step_id)
+            else:
+                event_append(run_id, "step.failed", {"error": error}, step_id=step_id)
+            step_settled(
+                run,
+                step_id,
+                status,
+                dependents=sql.json_of(Step._meta.get_field("dependents"), dependents),
+                error=error,
+                carry=carry,
+                shared=shared,
+            )
+        return True
+
+    try:
+        # A step that succeeded queues its children under a shared lock of its run, so that
+        # the steps of a layer finish side by side (PostgreSQL; SQLite serializes writes
+        # anyway). The synthesis, every plan's last step, closes the run.
+        finished = settle(shared=status == StepStatus.SUCCEEDED and step_id != SYNTHESIS_STEP_ID)
+    except RunChanges:
+        finished = settle(shared=False)  # it closes the run: start over, the run's row held
+    if finished:
+        # Outside the transaction: its output is stored, and Redis is not worth holding the lock.
+        live_text_clear(run_id, step_id)
 
 
-def _run_state(run_id: int) -> Run:
+def _run_state(run_id: int, *, lock: sql.Lock) -> Run:
     """What settling a step reads of its run (step_settled loads the rest on the rare paths
     that need it), its row locked where the database locks rows: loading the whole run was a
     third of the finish's time under SQLite's write lock."""
-    return sql.load(Run, run_id, fields=("status", "replanning", "paused_at"), for_update=True)
+    return sql.load(Run, run_id, fields=("status", "replanning", "paused_at"), lock=lock)
 
 
 _FINISH = (

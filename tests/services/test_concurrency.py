@@ -4,13 +4,16 @@ these on SQLite and, where a PostgreSQL server answers, again on PostgreSQL."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
-from django.db import close_old_connections
+from django.db import OperationalError, close_old_connections, connection, transaction
 
 from planner_ui.agents.executor import StepOutcome
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Run, RunEvent, Step
+from planner_ui.services import sql
 from planner_ui.services.events import event_append
 from planner_ui.services.scheduler import dependencies_count
 from planner_ui.services.steps import step_finish
@@ -116,3 +119,140 @@ def test_two_people_approving_at_once_perform_the_call_once(make_user, mailoutbo
     approval.refresh_from_db()
     sent = 1 if approval.state == Approval.State.APPROVED else 0
     assert len(mailoutbox) == sent == ToolReceipt.objects.filter(run=run).count()
+
+
+# --- a step's finish holds its run in a shared lock (PostgreSQL) -------------------------------
+
+postgresql_only = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SQLite serializes every write: no row locks"
+)
+
+
+@contextmanager
+def run_row_held(run: Run, lock: str) -> Iterator[None]:
+    """Another connection holds the run's row `lock` (as a finish in flight holds it in "KEY
+    SHARE") until the block ends."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(f"SELECT 1 FROM {sql.table(Run)} WHERE id = %s FOR {lock}", [run.pk])
+                held.set()
+                release.wait(timeout=30)
+        finally:
+            close_old_connections()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert held.wait(timeout=10)
+        yield
+    finally:
+        release.set()
+        thread.join(timeout=30)
+
+
+@contextmanager
+def lock_timeout(seconds: float) -> Iterator[None]:
+    """A wait for a lock on this connection fails after `seconds` instead of hanging a test."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET lock_timeout = '{int(seconds * 1000)}ms'")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+
+
+@postgresql_only
+def test_a_step_finishes_and_queues_its_child_while_another_finish_is_in_flight(make_user):
+    run = joined_pair(make_user())
+    with run_row_held(run, "KEY SHARE"), lock_timeout(2):
+        step_finish(run.pk, "a", outcome=StepOutcome(output="out a"))
+        step_finish(run.pk, "b", outcome=StepOutcome(output="out b"))
+    assert Step.objects.get(run=run, step_id="join").status == StepStatus.QUEUED
+    seqs = list(RunEvent.objects.filter(run=run).values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+@postgresql_only
+def test_a_failure_and_a_pause_wait_for_the_finishes_in_flight(make_user):
+    from planner_ui.services.runs import run_pause
+
+    owner = make_user()
+    run = joined_pair(owner)
+    with run_row_held(run, "KEY SHARE"), lock_timeout(0.5):
+        # A failure decides the run's fate, and a pause must not slip in between a finish's
+        # read of the run and the children it queues: both hold the run's row alone.
+        with pytest.raises(OperationalError, match="lock timeout"):
+            step_finish(run.pk, "a", error="boom")
+        with pytest.raises(OperationalError, match="lock timeout"):
+            run_pause(run.pk, owner)
+    assert Step.objects.get(run=run, step_id="a").status == StepStatus.RUNNING
+
+
+@postgresql_only
+def test_a_finish_waits_while_a_person_changes_the_run(make_user):
+    run = joined_pair(make_user())
+    with run_row_held(run, "UPDATE"), lock_timeout(0.5):
+        with pytest.raises(OperationalError, match="lock timeout"):
+            step_finish(run.pk, "a", outcome=StepOutcome(output="out a"))
+    step_finish(run.pk, "a", outcome=StepOutcome(output="out a"))
+    assert Step.objects.get(run=run, step_id="a").status == StepStatus.SUCCEEDED
+
+
+def test_many_siblings_finishing_at_once_queue_their_join_once_with_every_event_numbered(
+    make_user,
+):
+    run = Run.objects.create(owner=make_user(), task="t", status=RunStatus.RUNNING)
+    parents = [f"p{i}" for i in range(8)]
+    for i, (step_id, deps) in enumerate([*((p, []) for p in parents), ("join", parents)]):
+        Step.objects.create(
+            run=run,
+            step_id=step_id,
+            position=i,
+            title=step_id,
+            instruction="x",
+            role="writer",
+            depends_on=deps,
+            status=StepStatus.PENDING if deps else StepStatus.RUNNING,
+        )
+    dependencies_count(run)
+
+    def finish(index: int) -> None:
+        step_finish(run.pk, parents[index], outcome=StepOutcome(output=f"out {index}"))
+
+    assert _in_threads(len(parents), finish) == []
+    assert Step.objects.get(run=run, step_id="join").status == StepStatus.QUEUED
+    events = list(RunEvent.objects.filter(run=run).values_list("seq", "type", "step_id"))
+    assert [seq for seq, _, _ in events] == list(range(1, 10))
+    assert sorted(s for _, t, s in events if t == "step.succeeded") == parents
+    assert [(t, s) for _, t, s in events if t == "step.queued"] == [("step.queued", "join")]
+    run.refresh_from_db()
+    assert run.last_event_seq == 9
+
+
+def test_the_last_two_steps_finishing_at_once_close_the_run_once(make_user):
+    run = Run.objects.create(owner=make_user(), task="t", status=RunStatus.RUNNING)
+    for i, step_id in enumerate(["a", "b"]):
+        Step.objects.create(
+            run=run,
+            step_id=step_id,
+            position=i,
+            title=step_id,
+            instruction="x",
+            role="writer",
+            status=StepStatus.RUNNING,
+        )
+    dependencies_count(run)
+
+    def finish(index: int) -> None:
+        step_finish(run.pk, "ab"[index], outcome=StepOutcome(output=f"out {index}"))
+
+    assert _in_threads(2, finish) == []
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED
+    types = list(RunEvent.objects.filter(run=run).values_list("seq", "type"))
+    assert [seq for seq, _ in types] == [1, 2, 3]
+    assert [t for _, t in types].count("run.status") == 1

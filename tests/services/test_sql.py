@@ -124,7 +124,7 @@ def test_load_of_some_fields_reads_them_as_the_orm_does_and_defers_the_rest(run)
     run.replanning = True
     run.save()
     fields = ("status", "replanning", "paused_at")
-    loaded = sql.load(Run, run.pk, fields=fields, for_update=True)
+    loaded = sql.load(Run, run.pk, fields=fields, lock="update")
     expected = Run.objects.get(pk=run.pk)
     assert loaded.pk == run.pk
     for name in fields:

@@ -1,0 +1,41 @@
+"""services.events: the run's event log, numbered without gaps in the order of commit."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import transaction
+
+from planner_ui.models import Run, RunEvent
+from planner_ui.services.events import event_append, events_at_end
+
+pytestmark = [pytest.mark.database, pytest.mark.django_db(transaction=True)]
+
+
+def _invalid(attempt: int) -> dict:
+    return {"attempt": attempt, "errors": []}
+
+
+def test_events_held_to_the_end_of_a_block_are_numbered_and_stored_there(make_user):
+    owner = make_user()
+    run, other = (Run.objects.create(owner=owner, task=t) for t in ("t", "u"))
+    event_append(run.pk, "plan.invalid", _invalid(0))
+    with transaction.atomic(), events_at_end(run.pk):
+        first = event_append(run.pk, "plan.invalid", _invalid(1))
+        assert RunEvent.objects.filter(run=run).count() == 1  # held, not stored yet
+        event_append(other.pk, "plan.invalid", _invalid(1))  # another run's: at once
+        assert RunEvent.objects.filter(run=other).count() == 1
+        second = event_append(run.pk, "plan.invalid", _invalid(2))
+    assert (first.seq, second.seq) == (2, 3)
+    stored = RunEvent.objects.filter(run=run).values_list("seq", "payload__attempt")
+    assert list(stored) == [(1, 0), (2, 1), (3, 2)]
+    run.refresh_from_db()
+    assert run.last_event_seq == 3
+
+
+def test_a_block_that_raises_stores_and_numbers_none_of_its_events(make_user):
+    run = Run.objects.create(owner=make_user(), task="t")
+    with pytest.raises(RuntimeError), transaction.atomic(), events_at_end(run.pk):
+        event_append(run.pk, "plan.invalid", _invalid(1))
+        raise RuntimeError("rolled back")
+    event_append(run.pk, "plan.invalid", _invalid(2))
+    assert list(RunEvent.objects.filter(run=run).values_list("seq", "payload__attempt")) == [(1, 2)]
