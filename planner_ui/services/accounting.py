@@ -23,7 +23,7 @@ from planner_ui.providers.base import Provider
 from planner_ui.providers.metered import CallRecord, MeteredProvider
 
 from . import sql
-from .events import event_record
+from .events import event_counted
 from .scheduler import run_fail
 
 _parsed: tuple[object, dict[str, Price]] | None = None
@@ -117,14 +117,9 @@ def call_record(
         sql.insert(row)
         if step_id:
             sql.rows(_ADD_TO_STEP, [*usage_params, run_id, step_id])
-        # The totals and the event's sequence number in one statement on the run's row.
-        ((seq, status, tokens_in, tokens_out, spent),) = sql.rows(
-            _ADD_TO_RUN, [*usage_params, run_id]
-        )
-        spent_usd = sql.decimal_of(spent)
-        event_record(
+        # The totals and the event, numbered, in one statement on the run's row (PostgreSQL).
+        _, status, tokens_in, tokens_out, spent = event_counted(
             run_id,
-            seq,
             EventType.MODEL_CALL,
             {
                 "role": row.role,
@@ -137,8 +132,11 @@ def call_record(
                 "stop_reason": row.stop_reason,
                 "error": row.error,
             },
+            _ADD_TO_RUN,
+            [*usage_params, run_id],
             step_id=step_id,
         )
+        spent_usd = sql.decimal_of(spent)
     if budget is None:
         budget = Run.objects.get(pk=run_id).budget
     reason = budget.overrun(tokens_in + tokens_out, spent_usd)
@@ -155,7 +153,7 @@ _ADD_USAGE = (
 _ADD_TO_STEP = f"UPDATE {sql.table(Step)} SET {_ADD_USAGE} WHERE run_id = %s AND step_id = %s"
 _ADD_TO_RUN = (
     f"UPDATE {sql.table(Run)} SET {_ADD_USAGE}, last_event_seq = last_event_seq + 1 "
-    "WHERE id = %s RETURNING last_event_seq, status, tokens_in, tokens_out, cost_usd"
+    "WHERE id = %s RETURNING last_event_seq AS last, status, tokens_in, tokens_out, cost_usd"
 )
 
 

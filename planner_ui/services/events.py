@@ -94,15 +94,21 @@ def events_at_end(run_id: int) -> Iterator[None]:
     _number_and_store(held)
 
 
-def event_record(
-    run_id: int, seq: int, type: EventType, payload: dict[str, Any], *, step_id: str = ""
-) -> RunEvent:
-    """Store an event whose sequence number the caller took from the run's row in this same
-    transaction (services.accounting bumps it with the usage totals); publish it after commit."""
-    (event,) = _unnumbered(run_id, [(check_event(type, payload), payload, step_id)])
-    event.seq = seq
-    _store([event])
-    return event
+def event_counted(
+    run_id: int,
+    type: EventType,
+    payload: dict[str, Any],
+    counter: str,
+    params: list[Any],
+    *,
+    step_id: str = "",
+) -> tuple[Any, ...]:
+    """Store an event numbered by `counter`, an UPDATE of the run's row that adds 1 to its
+    last_event_seq (RETURNING it first, as `last`) and changes more of it (services.accounting
+    adds the usage totals), in one statement where the database allows; publish it after
+    commit. Returns the row `counter` returned."""
+    events = _unnumbered(run_id, [(check_event(type, payload), payload, step_id)])
+    return _number_and_store(events, counter, params)
 
 
 def _unnumbered(run_id: int, kinds: list[tuple[EventType, dict[str, Any], str]]) -> list[RunEvent]:
@@ -112,22 +118,20 @@ def _unnumbered(run_id: int, kinds: list[tuple[EventType, dict[str, Any], str]])
     ]
 
 
-def _number_and_store(events: list[RunEvent]) -> None:
-    """Number events of one run from its row and store them, in the caller's transaction."""
+def _number_and_store(
+    events: list[RunEvent], counter: str = "", params: list[Any] | None = None
+) -> tuple[Any, ...]:
+    """Number events of one run from its row and store them, in the caller's transaction;
+    publish them after commit. The counter's UPDATE locks the run row until commit, so
+    sequence numbers never collide."""
     if not events:
-        return
-    # The UPDATE locks the run row until commit, so sequence numbers never collide.
-    ((last,),) = sql.rows(_NEXT_SEQS, [len(events), events[0].run_id])
-    for n, event in enumerate(events, start=last - len(events) + 1):
-        event.seq = n
-    _store(events)
-
-
-def _store(events: list[RunEvent]) -> None:
-    """Insert numbered events in one statement; publish them after commit."""
-    sql.insert_many(events)
+        return ()
+    if not counter:
+        counter, params = _NEXT_SEQS, [len(events), events[0].run_id]
+    counted = sql.insert_numbered(events, "seq", counter, params or [])
     for event in events:
         _publish(event)
+    return counted
 
 
 def _publish(event: RunEvent) -> None:
@@ -145,5 +149,5 @@ def _publish(event: RunEvent) -> None:
 
 _NEXT_SEQS = (
     f"UPDATE {sql.table(Run)} SET last_event_seq = last_event_seq + %s "
-    "WHERE id = %s RETURNING last_event_seq"
+    "WHERE id = %s RETURNING last_event_seq AS last"
 )

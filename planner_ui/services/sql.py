@@ -93,6 +93,55 @@ def insert_many(instances: Sequence[models.Model]) -> None:
         instance._state.db = connection.alias
 
 
+def insert_numbered(
+    instances: Sequence[models.Model], field: str, counter: str, params: Sequence[Any]
+) -> tuple[Any, ...]:
+    """Insert new instances of one model with `field` numbered on from a counter, in their
+    order: `counter` is an UPDATE … RETURNING whose first column, named `last`, is the counter
+    once it has added len(instances); its row is returned.
+
+    On PostgreSQL both are one statement (the UPDATE in a WITH), so the counter's row, locked
+    until commit, is held one round trip less: every transaction that appends to a run's event
+    log queues for that row."""
+    meta = instances[0]._meta
+    numbered = meta.get_field(field)
+    fields = [f for f in meta.local_concrete_fields if f is not meta.pk and f is not numbered]
+    count = len(instances)
+    if connection.vendor != "postgresql" or count > connection.ops.bulk_batch_size(
+        fields, instances
+    ):
+        ((last, *rest),) = rows(counter, params)
+        for number, instance in enumerate(instances, start=last - count + 1):
+            setattr(instance, numbered.attname, number)
+        insert_many(instances)
+        return (last, *rest)
+    values: list[Any] = []
+    for index, instance in enumerate(instances):
+        values.append(index + 1)
+        values += [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+    quote = connection.ops.quote_name
+    names = ["n", *(f"c{i}" for i in range(len(fields)))]
+    row = f"({marks(len(names))})"
+    found = rows(
+        f"WITH counter AS ({counter}), inserted AS ("
+        f"INSERT INTO {table(type(instances[0]))} "
+        f"({', '.join(quote(f.column) for f in [numbered, *fields])}) "
+        f"SELECT counter.last - {count} + v.n, {', '.join(f'v.{name}' for name in names[1:])} "
+        f"FROM counter, (VALUES {', '.join([row] * count)}) AS v({', '.join(names)}) "
+        f"RETURNING {quote(meta.pk.column)}, {quote(numbered.column)}) "
+        "SELECT inserted.*, counter.* FROM inserted, counter",
+        [*params, *values],
+    )
+    by_number = {number: key for key, number, *_ in found}
+    first = found[0][2] - count + 1
+    for number, instance in enumerate(instances, start=first):
+        setattr(instance, numbered.attname, number)
+        instance.pk = by_number[number]
+        instance._state.adding = False
+        instance._state.db = connection.alias
+    return tuple(found[0][2:])
+
+
 def datetime_of(value: Any) -> datetime | None:
     """A DATETIME column read back, aware: SQLite's driver gives a naive datetime in UTC (or the
     ORM's text where it cannot tell the column's type), PostgreSQL's an aware one."""

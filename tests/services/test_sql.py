@@ -36,6 +36,26 @@ def test_insert_applies_defaults_and_auto_now_add_and_sets_the_key(run):
     assert (stored.input_tokens, stored.latency_ms, stored.error) == (0, 0, "")
 
 
+def test_insert_numbered_numbers_on_from_the_counter_and_returns_its_row(run):
+    Run.objects.filter(pk=run.pk).update(last_event_seq=5)
+    events = [
+        RunEvent(run_id=run.pk, seq=0, type="plan.invalid", step_id=f"s{i}", payload={"n": i})
+        for i in range(3)
+    ]
+    counted = sql.insert_numbered(
+        events,
+        "seq",
+        f"UPDATE {sql.table(Run)} SET last_event_seq = last_event_seq + %s WHERE id = %s "
+        "RETURNING last_event_seq AS last, status",
+        [3, run.pk],
+    )
+    assert counted == (8, run.status)
+    assert [e.seq for e in events] == [6, 7, 8]
+    stored = RunEvent.objects.filter(run=run).values_list("pk", "seq", "step_id", "payload")
+    assert list(stored) == [(e.pk, e.seq, e.step_id, e.payload) for e in events]
+    assert all(not e._state.adding and e.created_at for e in events)
+
+
 def test_insert_keeps_a_null_decimal_null(run):
     call = ModelCall(run_id=run.pk, purpose="planner", role="planner", provider="p", model="m")
     sql.insert(call)
