@@ -61,8 +61,14 @@ def test_concurrent_appends_get_unique_contiguous_sequence_numbers(make_user):
 
 def joined_pair(owner, **run_fields) -> Run:
     """A running run: steps a and b running, and `join` waiting on both."""
+    return running_run(owner, [("a", []), ("b", []), ("join", ["a", "b"])], **run_fields)
+
+
+def running_run(owner, steps: list[tuple[str, list[str]]], **run_fields) -> Run:
+    """A running run of `steps` (id, dependencies): those with none running, the others
+    waiting on them."""
     run = Run.objects.create(owner=owner, task="t", status=RunStatus.RUNNING, **run_fields)
-    for i, (step_id, deps) in enumerate([("a", []), ("b", []), ("join", ["a", "b"])]):
+    for i, (step_id, deps) in enumerate(steps):
         Step.objects.create(
             run=run,
             step_id=step_id,
@@ -205,20 +211,8 @@ def test_a_finish_waits_while_a_person_changes_the_run(make_user):
 def test_many_siblings_finishing_at_once_queue_their_join_once_with_every_event_numbered(
     make_user,
 ):
-    run = Run.objects.create(owner=make_user(), task="t", status=RunStatus.RUNNING)
     parents = [f"p{i}" for i in range(8)]
-    for i, (step_id, deps) in enumerate([*((p, []) for p in parents), ("join", parents)]):
-        Step.objects.create(
-            run=run,
-            step_id=step_id,
-            position=i,
-            title=step_id,
-            instruction="x",
-            role="writer",
-            depends_on=deps,
-            status=StepStatus.PENDING if deps else StepStatus.RUNNING,
-        )
-    dependencies_count(run)
+    run = running_run(make_user(), [*((p, []) for p in parents), ("join", parents)])
 
     def finish(index: int) -> None:
         step_finish(run.pk, parents[index], outcome=StepOutcome(output=f"out {index}"))
@@ -234,18 +228,7 @@ def test_many_siblings_finishing_at_once_queue_their_join_once_with_every_event_
 
 
 def test_the_last_two_steps_finishing_at_once_close_the_run_once(make_user):
-    run = Run.objects.create(owner=make_user(), task="t", status=RunStatus.RUNNING)
-    for i, step_id in enumerate(["a", "b"]):
-        Step.objects.create(
-            run=run,
-            step_id=step_id,
-            position=i,
-            title=step_id,
-            instruction="x",
-            role="writer",
-            status=StepStatus.RUNNING,
-        )
-    dependencies_count(run)
+    run = running_run(make_user(), [("a", []), ("b", [])])
 
     def finish(index: int) -> None:
         step_finish(run.pk, "ab"[index], outcome=StepOutcome(output=f"out {index}"))
