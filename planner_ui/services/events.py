@@ -82,8 +82,8 @@ def events_at_end(run_id: int) -> Iterator[None]:
     together as its last statements, in their order (dropped if it raises).
 
     Numbering takes the run's row until commit (the UPDATE of its counter), and on PostgreSQL
-    that serializes whatever else appends to the run: taken at the end, it is held for two
-    statements and the commit instead of the whole transaction. Nothing inside the block may
+    that serializes whatever else appends to the run: taken at the end, it is held for the last
+    statement and the commit instead of the whole transaction. Nothing inside the block may
     read the events it appended back from the database."""
     held: list[RunEvent] = []
     token = _held.set((run_id, held))
