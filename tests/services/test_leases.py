@@ -3,6 +3,7 @@ that was taken over records nothing."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -53,7 +54,35 @@ def test_a_running_step_s_heartbeat_stays_fresh_while_its_worker_works(running):
         time.sleep(0.3)
         running.refresh_from_db()
         assert running.heartbeat_at > before
-    assert not beat.lost and not beat.is_alive()
+    assert not beat.lost
+    # Once the block is over, nothing beats for it any more.
+    time.sleep(0.1)  # a beat under way when the block ended
+    running.refresh_from_db()
+    last = running.heartbeat_at
+    time.sleep(0.3)
+    running.refresh_from_db()
+    assert running.heartbeat_at == last
+
+
+def test_one_thread_keeps_the_heartbeats_of_every_step_a_process_runs(running):
+    other = Step.objects.create(
+        run=running.run,
+        step_id="t",
+        title="t",
+        instruction="x",
+        role="writer",
+        status=StepStatus.RUNNING,
+        worker="w1",
+        heartbeat_at=running.heartbeat_at,
+    )
+    threads = threading.active_count()
+    with step_heartbeat(running.run_id, "s", "w1"), step_heartbeat(running.run_id, "t", "w1"):
+        assert threading.active_count() <= threads + 1  # at most the process's one, once
+        time.sleep(0.3)
+        for step in (running, other):
+            before = step.heartbeat_at
+            step.refresh_from_db()
+            assert step.heartbeat_at > before, step.step_id
 
 
 def test_a_worker_that_was_taken_over_stops_beating(running):
