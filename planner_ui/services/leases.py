@@ -86,30 +86,35 @@ class _StepBeats(threading.Thread):
         self.pid = os.getpid()
         self._steps: set[StepBeat] = set()
         self._lock = threading.Lock()
-        self._changed = threading.Event()
+        self._interval = settings.AGENTSITE_HEARTBEAT_S
+        self._shorter = threading.Event()
 
     def hold(self, beat: StepBeat) -> None:
         with self._lock:
             self._steps.add(beat)
-        self._changed.set()  # the interval may have changed (tests shorten it)
+        if settings.AGENTSITE_HEARTBEAT_S < self._interval:
+            self._shorter.set()  # tests shorten it; a step's start wakes nothing otherwise
 
     def drop(self, beat: StepBeat) -> None:
         with self._lock:
             self._steps.discard(beat)
 
     def run(self) -> None:
-        due = time.monotonic() + settings.AGENTSITE_HEARTBEAT_S
+        due = time.monotonic() + self._interval
         while True:
-            self._changed.wait(max(0.0, due - time.monotonic()))
-            if self._changed.is_set():
-                self._changed.clear()
-                due = min(due, time.monotonic() + settings.AGENTSITE_HEARTBEAT_S)
+            self._shorter.wait(max(0.0, due - time.monotonic()))
+            self._interval = settings.AGENTSITE_HEARTBEAT_S
+            if self._shorter.is_set():
+                self._shorter.clear()
+                due = min(due, time.monotonic() + self._interval)
                 continue
-            due = time.monotonic() + settings.AGENTSITE_HEARTBEAT_S
+            due = time.monotonic() + self._interval
             with self._lock:
                 held = list(self._steps)
-            if held:
-                close_old_connections()
+            if not held:
+                connections.close_all()  # this thread's, if it beat before: none kept idle
+                continue
+            close_old_connections()
             for beat in held:
                 try:
                     if not beat.beat():
