@@ -33,19 +33,23 @@ def fast(settings):
         client.delete(key)
 
 
-@pytest.fixture
-def running(make_user) -> Step:
-    run = Run.objects.create(owner=make_user(), task="t", status=RunStatus.RUNNING)
+def running_step(run: Run, step_id: str) -> Step:
     return Step.objects.create(
         run=run,
-        step_id="s",
-        title="s",
+        step_id=step_id,
+        title=step_id,
         instruction="x",
         role="writer",
         status=StepStatus.RUNNING,
         worker="w1",
         heartbeat_at=timezone.now(),
     )
+
+
+@pytest.fixture
+def running(make_user) -> Step:
+    run = Run.objects.create(owner=make_user(), task="t", status=RunStatus.RUNNING)
+    return running_step(run, "s")
 
 
 def test_a_running_step_s_heartbeat_stays_fresh_while_its_worker_works(running):
@@ -65,16 +69,7 @@ def test_a_running_step_s_heartbeat_stays_fresh_while_its_worker_works(running):
 
 
 def test_one_thread_keeps_the_heartbeats_of_every_step_a_process_runs(running):
-    other = Step.objects.create(
-        run=running.run,
-        step_id="t",
-        title="t",
-        instruction="x",
-        role="writer",
-        status=StepStatus.RUNNING,
-        worker="w1",
-        heartbeat_at=running.heartbeat_at,
-    )
+    other = running_step(running.run, "t")
     threads = threading.active_count()
     with step_heartbeat(running.run_id, "s", "w1"), step_heartbeat(running.run_id, "t", "w1"):
         assert threading.active_count() <= threads + 1  # at most the process's one, once
