@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -79,7 +79,11 @@ def _claim(
         claimable = "(status = %s OR (status = %s AND (heartbeat_at < %s OR heartbeat_at IS NULL)))"
         params += [_TAKEN_OVER.value, sql.when(stale)]
     params += [run_id, RunStatus.RUNNING.value]
-    claimed = sql.rows(_CLAIM.format(claimable=claimable), params)
+    # On PostgreSQL the run's row is key-shared before the step's is locked, in the order a
+    # cancel takes them (run, then its steps): taken the other way round, a claim and a cancel
+    # at once would each wait for the other until the server broke the deadlock, a second on.
+    locked = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
+    claimed = sql.rows(_CLAIM.format(claimable=claimable, locked=locked), params)
     if not claimed:
         if (
             redelivered
@@ -116,7 +120,7 @@ def _claimed(pk: int) -> Step:
 _CLAIM = (
     f"UPDATE {sql.table(Step)} SET status = %s, attempts = attempts + 1, started_at = %s, "
     "heartbeat_at = %s, worker = %s WHERE run_id = %s AND step_id = %s AND {claimable} "
-    f"AND EXISTS (SELECT 1 FROM {sql.table(Run)} WHERE id = %s AND status = %s) "
+    f"AND EXISTS (SELECT 1 FROM {sql.table(Run)} WHERE id = %s AND status = %s{{locked}}) "
     "RETURNING id, attempts"
 )
 

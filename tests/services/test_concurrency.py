@@ -4,6 +4,7 @@ these on SQLite and, where a PostgreSQL server answers, again on PostgreSQL."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,7 +17,7 @@ from planner_ui.models import Run, RunEvent, Step
 from planner_ui.services import sql
 from planner_ui.services.events import event_append
 from planner_ui.services.scheduler import dependencies_count
-from planner_ui.services.steps import step_finish
+from planner_ui.services.steps import step_claim, step_finish
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db(transaction=True)]
 
@@ -239,3 +240,34 @@ def test_the_last_two_steps_finishing_at_once_close_the_run_once(make_user):
     types = list(RunEvent.objects.filter(run=run).values_list("seq", "type"))
     assert [seq for seq, _ in types] == [1, 2, 3]
     assert [t for _, t in types].count("run.status") == 1
+
+
+@postgresql_only
+def test_a_claim_and_a_cancel_at_once_do_not_deadlock(make_user):
+    run = running_run(make_user(), [("q", [])])
+    Step.objects.filter(run=run).update(status=StepStatus.QUEUED)
+    cancelling, claimed = threading.Event(), []
+
+    def cancel() -> None:
+        # As run_end takes them: the run's row, then its steps (a claim starts in between).
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {sql.table(Run)} WHERE id = %s FOR UPDATE", [run.pk])
+            cancelling.set()
+            time.sleep(0.5)
+            cursor.execute(
+                f"UPDATE {sql.table(Run)} SET status = %s WHERE id = %s",
+                [RunStatus.CANCELLED.value, run.pk],
+            )
+            cursor.execute(
+                f"UPDATE {sql.table(Step)} SET status = %s WHERE run_id = %s AND status = %s",
+                [StepStatus.SKIPPED.value, run.pk, StepStatus.QUEUED.value],
+            )
+
+    def claim() -> None:
+        assert cancelling.wait(timeout=10)
+        time.sleep(0.1)
+        claimed.append(step_claim(run.pk, "q", "w1"))
+
+    assert _in_threads(2, lambda index: (cancel, claim)[index]()) == []
+    assert claimed == [None]  # the run was cancelled first: nothing to claim
+    assert Step.objects.get(run=run).status == StepStatus.SKIPPED
