@@ -73,11 +73,7 @@ def insert_many(instances: Sequence[models.Model]) -> None:
         for start in range(0, len(instances), size):
             insert_many(instances[start : start + size])
         return
-    values = [
-        f.get_db_prep_save(f.pre_save(instance, True), connection)
-        for instance in instances
-        for f in fields
-    ]
+    values = [value for instance in instances for value in _prepared(instance, fields)]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     row = f"({marks(len(fields))})"
     keys = rows(
@@ -88,9 +84,19 @@ def insert_many(instances: Sequence[models.Model]) -> None:
     )
     # Both databases return the rows of a multi-row VALUES in its order, as bulk_create assumes.
     for instance, (key,) in zip(instances, keys, strict=True):
-        instance.pk = key
-        instance._state.adding = False
-        instance._state.db = connection.alias
+        _inserted(instance, key)
+
+
+def _prepared(instance: models.Model, fields: Sequence[models.Field]) -> list[Any]:
+    """The instance's values of `fields` as an INSERT sends them (defaults, auto_now_add)."""
+    return [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+
+
+def _inserted(instance: models.Model, key: Any) -> None:
+    """The instance as the ORM leaves one it has just inserted."""
+    instance.pk = key
+    instance._state.adding = False
+    instance._state.db = connection.alias
 
 
 def insert_numbered(
@@ -117,8 +123,7 @@ def insert_numbered(
         return (last, *rest)
     values: list[Any] = []
     for index, instance in enumerate(instances):
-        values.append(index + 1)
-        values += [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+        values += [index + 1, *_prepared(instance, fields)]
     quote = connection.ops.quote_name
     names = ["n", *(f"c{i}" for i in range(len(fields)))]
     row = f"({marks(len(names))})"
@@ -136,9 +141,7 @@ def insert_numbered(
     first = found[0][2] - count + 1
     for number, instance in enumerate(instances, start=first):
         setattr(instance, numbered.attname, number)
-        instance.pk = by_number[number]
-        instance._state.adding = False
-        instance._state.db = connection.alias
+        _inserted(instance, by_number[number])
     return tuple(found[0][2:])
 
 
@@ -163,6 +166,12 @@ _readers: dict[tuple[type[models.Model], str, tuple[str, ...] | None, str], _Rea
 Lock = Literal["", "update", "key share"]
 
 
+def locking(lock: Lock) -> str:
+    """The clause that takes `lock` on the rows a SELECT reads (" FOR KEY SHARE"), where the
+    database locks rows; nothing on SQLite, which serializes every write instead."""
+    return f" FOR {lock.upper()}" if lock and connection.features.has_select_for_update else ""
+
+
 def _reader(model: type[models.Model], fields: tuple[str, ...] | None, lock: Lock) -> _Reader:
     key = (model, connection.alias, fields, lock)
     if (reader := _readers.get(key)) is None:
@@ -180,10 +189,8 @@ def _reader(model: type[models.Model], fields: tuple[str, ...] | None, lock: Loc
         ]
         select = ", ".join(connection.ops.quote_name(field.column) for field in chosen)
         key_column = connection.ops.quote_name(meta.pk.column)
-        locks = lock and connection.features.has_select_for_update
-        locked = f" FOR {lock.upper()}" if locks else ""
         reader = (
-            f"SELECT {select} FROM {table(model)} WHERE {key_column} = %s{locked}",
+            f"SELECT {select} FROM {table(model)} WHERE {key_column} = %s{locking(lock)}",
             [field.attname for field in chosen],
             converters,
         )

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -82,8 +82,7 @@ def _claim(
     # On PostgreSQL the run's row is key-shared before the step's is locked, in the order a
     # cancel takes them (run, then its steps): taken the other way round, a claim and a cancel
     # at once would each wait for the other until the server broke the deadlock, a second on.
-    locked = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
-    claimed = sql.rows(_CLAIM.format(claimable=claimable, locked=locked), params)
+    claimed = sql.rows(_CLAIM.format(claimable=claimable, locked=sql.locking("key share")), params)
     if not claimed:
         if (
             redelivered
