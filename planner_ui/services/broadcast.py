@@ -89,6 +89,15 @@ def tasks_send(tasks: list[tuple[Send, Refused]]) -> None:
             refused(exc)
 
 
+def warm_up() -> None:
+    """Connect what publishing and sending tasks use, ahead of a process's first step."""
+    redis_client().ping()
+    if _layer_config()["BACKEND"] == PUBSUB_LAYER:
+        get_channel_layer().serialize({"type": "warm.up"})
+    with current_app.producer_or_acquire() as producer:
+        producer.connection.default_channel.client.ping()
+
+
 class AfterCommit:
     """What one transaction hands on once it commits, in one go: its tasks to the queue first
     (a child step should not wait behind the watchers), then its messages to the watchers in

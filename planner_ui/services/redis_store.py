@@ -16,7 +16,11 @@ def redis_client() -> redis.Redis:
     global _client
     if _client is None or _client[0] != os.getpid():
         client = redis.Redis.from_url(
-            settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2
+            settings.REDIS_URL,
+            socket_timeout=2,
+            socket_connect_timeout=2,
+            # CLIENT LIST then says which process holds which connection.
+            client_name=f"agentsite-{os.getpid()}",
         )
         _client = (os.getpid(), client)
     return _client[1]
