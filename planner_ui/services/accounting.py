@@ -10,7 +10,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import transaction
 
 from planner_ui.core import pricing
 from planner_ui.core.errors import RunStopped
@@ -84,7 +83,7 @@ def call_record(
     *,
     requested_model: str = "",
     budget: Budget | None = None,
-) -> ModelCall:
+) -> None:
     """Store one call and add it to the totals; stop the run if that spent its budget."""
     usage = call.usage
     price = price_of(call.provider, call.model, requested_model)
@@ -113,11 +112,13 @@ def call_record(
         row.cache_write_tokens,
         sql.amount(cost or Decimal(0)),
     ]
-    with transaction.atomic():
-        sql.insert(row)
-        if step_id:
-            sql.rows(_ADD_TO_STEP, [*usage_params, run_id, step_id])
-        # The totals and the event, numbered, in one statement on the run's row (PostgreSQL).
+    calls = [sql.insert_select(row)]
+    if step_id:
+        calls.append((_ADD_TO_STEP, [*usage_params, run_id, step_id]))
+    # The call, its step's and run's totals and its event: one statement on PostgreSQL, with
+    # no transaction around it (a model call's record was five round trips there, 4.8 ms at
+    # the median and 13 at p90 in the benchmark's layered DAG).
+    with sql.atomic_unless_one():
         _, status, tokens_in, tokens_out, spent = event_counted(
             run_id,
             EventType.MODEL_CALL,
@@ -135,14 +136,14 @@ def call_record(
             _ADD_TO_RUN,
             [*usage_params, run_id],
             step_id=step_id,
+            along=calls,
         )
-        spent_usd = sql.decimal_of(spent)
+    spent_usd = sql.decimal_of(spent)
     if budget is None:
         budget = Run.objects.get(pk=run_id).budget
     reason = budget.overrun(tokens_in + tokens_out, spent_usd)
     if reason and status not in TERMINAL_RUN_STATUSES:
         budget_stop(run_id, reason)
-    return row
 
 
 _ADD_USAGE = (
@@ -150,7 +151,9 @@ _ADD_USAGE = (
     "tokens_cache_read = tokens_cache_read + %s, tokens_cache_write = tokens_cache_write + %s, "
     "model_calls = model_calls + 1, cost_usd = cost_usd + CAST(%s AS NUMERIC)"
 )
-_ADD_TO_STEP = f"UPDATE {sql.table(Step)} SET {_ADD_USAGE} WHERE run_id = %s AND step_id = %s"
+_ADD_TO_STEP = (
+    f"UPDATE {sql.table(Step)} SET {_ADD_USAGE}{{source}} WHERE run_id = %s AND step_id = %s"
+)
 _ADD_TO_RUN = (
     f"UPDATE {sql.table(Run)} SET {_ADD_USAGE}, last_event_seq = last_event_seq + 1 "
     "WHERE id = %s RETURNING last_event_seq AS last, status, tokens_in, tokens_out, cost_usd"

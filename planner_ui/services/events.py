@@ -102,13 +102,14 @@ def event_counted(
     params: list[Any],
     *,
     step_id: str = "",
+    along: sql.Along = (),
 ) -> tuple[Any, ...]:
     """Store an event numbered by `counter`, an UPDATE of the run's row that adds 1 to its
     last_event_seq (RETURNING it first, as `last`) and changes more of it (services.accounting
-    adds the usage totals), in one statement where the database allows; publish it after
-    commit. Returns the row `counter` returned."""
+    adds the usage totals), with the writes `along` it (sql.insert_numbered), in one statement
+    where the database allows; publish it after commit. Returns the row `counter` returned."""
     events = _unnumbered(run_id, [(check_event(type, payload), payload, step_id)])
-    return _number_and_store(events, counter, params)
+    return _number_and_store(events, counter, params, along)
 
 
 def _unnumbered(run_id: int, kinds: list[tuple[EventType, dict[str, Any], str]]) -> list[RunEvent]:
@@ -119,7 +120,10 @@ def _unnumbered(run_id: int, kinds: list[tuple[EventType, dict[str, Any], str]])
 
 
 def _number_and_store(
-    events: list[RunEvent], counter: str = "", params: list[Any] | None = None
+    events: list[RunEvent],
+    counter: str = "",
+    params: list[Any] | None = None,
+    along: sql.Along = (),
 ) -> tuple[Any, ...]:
     """Number events of one run from its row and store them, in the caller's transaction;
     publish them after commit. The counter's UPDATE locks the run row until commit, so
@@ -128,7 +132,7 @@ def _number_and_store(
         return ()
     if not counter:
         counter, params = _NEXT_SEQS, [len(events), events[0].run_id]
-    counted = sql.insert_numbered(events, "seq", counter, params or [])
+    counted = sql.insert_numbered(events, "seq", counter, params or [], along=along)
     for event in events:
         _publish(event)
     return counted

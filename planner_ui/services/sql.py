@@ -8,11 +8,12 @@ they changed with `RETURNING`, so no write is followed by a read of the same row
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
 
-from django.db import connection, models
+from django.db import connection, models, transaction
 from django.db.models.sql.compiler import SQLCompiler
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_aware, make_aware
@@ -99,16 +100,42 @@ def _inserted(instance: models.Model, key: Any) -> None:
     instance._state.db = connection.alias
 
 
+def insert_select(instance: models.Model) -> tuple[str, list[Any]]:
+    """An INSERT of one new instance as `insert` makes it, written as INSERT … SELECT with
+    `{source}` where a FROM may go (insert_numbered's `along`); its key is not read back."""
+    meta = instance._meta
+    fields = [f for f in meta.local_concrete_fields if f is not meta.pk]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    return (
+        f"INSERT INTO {table(type(instance))} ({columns}) SELECT {marks(len(fields))}{{source}}",
+        _prepared(instance, fields),
+    )
+
+
+# What insert_numbered's `along` holds: statements with "{source}" where a FROM may go.
+Along = Sequence[tuple[str, Sequence[Any]]]
+
+
 def insert_numbered(
-    instances: Sequence[models.Model], field: str, counter: str, params: Sequence[Any]
+    instances: Sequence[models.Model],
+    field: str,
+    counter: str,
+    params: Sequence[Any],
+    *,
+    along: Along = (),
 ) -> tuple[Any, ...]:
     """Insert new instances of one model with `field` numbered on from a counter, in their
     order: `counter` is an UPDATE … RETURNING whose first column, named `last`, is the counter
-    once it has added len(instances); its row is returned.
+    once it has added len(instances); its row is returned. `along` are more writes of the
+    same change, each run after the counter.
 
-    On PostgreSQL both are one statement (the UPDATE in a WITH), so the counter's row, locked
-    until commit, is held one round trip less: every transaction that appends to a run's event
-    log queues for that row."""
+    On PostgreSQL all of it is one statement (the UPDATE in a WITH; each of `along` reads
+    the counter's row, so it runs after the counter and locks its rows after the counter's,
+    in the order every writer of a run takes them, the run's row first). Every transaction
+    that appends to a run's event log queues for that row, so it is held that many round trips
+    less; and one statement needs no transaction of its own (see `atomic_unless_one`). None
+    of `along` may write the counter's row: of two changes to one row in one statement,
+    PostgreSQL keeps one."""
     meta = instances[0]._meta
     numbered = meta.get_field(field)
     fields = [f for f in meta.local_concrete_fields if f is not meta.pk and f is not numbered]
@@ -116,10 +143,13 @@ def insert_numbered(
     if connection.vendor != "postgresql" or count > connection.ops.bulk_batch_size(
         fields, instances
     ):
-        ((last, *rest),) = rows(counter, params)
-        for number, instance in enumerate(instances, start=last - count + 1):
-            setattr(instance, numbered.attname, number)
-        insert_many(instances)
+        with transaction.atomic(savepoint=False):  # nothing more where one is open already
+            ((last, *rest),) = rows(counter, params)
+            for statement, statement_params in along:
+                rows(statement.format(source=""), statement_params)
+            for number, instance in enumerate(instances, start=last - count + 1):
+                setattr(instance, numbered.attname, number)
+            insert_many(instances)
         return (last, *rest)
     values: list[Any] = []
     for index, instance in enumerate(instances):
@@ -127,15 +157,19 @@ def insert_numbered(
     quote = connection.ops.quote_name
     names = ["n", *(f"c{i}" for i in range(len(fields)))]
     row = f"({marks(len(names))})"
+    also = "".join(
+        f"along{index} AS ({statement.format(source=_AFTER_COUNTER)}), "
+        for index, (statement, _) in enumerate(along)
+    )
     found = rows(
-        f"WITH counter AS ({counter}), inserted AS ("
+        f"WITH counter AS ({counter}), {also}inserted AS ("
         f"INSERT INTO {table(type(instances[0]))} "
         f"({', '.join(quote(f.column) for f in [numbered, *fields])}) "
         f"SELECT counter.last - {count} + v.n, {', '.join(f'v.{name}' for name in names[1:])} "
         f"FROM counter, (VALUES {', '.join([row] * count)}) AS v({', '.join(names)}) "
         f"RETURNING {quote(meta.pk.column)}, {quote(numbered.column)}) "
         "SELECT inserted.*, counter.* FROM inserted, counter",
-        [*params, *values],
+        [*params, *(value for _, statement_params in along for value in statement_params), *values],
     )
     by_number = {number: key for key, number, *_ in found}
     first = found[0][2] - count + 1
@@ -143,6 +177,18 @@ def insert_numbered(
         setattr(instance, numbered.attname, number)
         _inserted(instance, by_number[number])
     return tuple(found[0][2:])
+
+
+# Where `along` reads the counter's row on PostgreSQL: none of its columns, only that it is
+# there, so that the statement runs after the counter.
+_AFTER_COUNTER = " FROM (SELECT FROM counter) AS after_counter"
+
+
+def atomic_unless_one() -> AbstractContextManager[Any]:
+    """A transaction around an insert_numbered with `along`, where that is more than one
+    statement; none on PostgreSQL, where it is one statement, atomic by itself, and BEGIN and
+    COMMIT would be two round trips more."""
+    return nullcontext() if connection.vendor == "postgresql" else transaction.atomic()
 
 
 def datetime_of(value: Any) -> datetime | None:

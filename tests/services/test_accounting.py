@@ -8,12 +8,17 @@ from __future__ import annotations
 from decimal import ROUND_UP, Decimal
 
 import pytest
+from django.db import connection
 from django.db.models import Sum
+from django.test.utils import CaptureQueriesContext
 
+from planner_ui.core.messages import Usage
 from planner_ui.core.pricing import dollars
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus, StepStatus
-from planner_ui.models import ModelCall, Run
+from planner_ui.models import ModelCall, Run, Step
+from planner_ui.providers.metered import CallRecord
+from planner_ui.services.accounting import call_record
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 
 from .test_runs import drive, planned
@@ -174,3 +179,45 @@ def test_a_failed_call_is_recorded_with_its_error(make_user, settings):
     call = ModelCall.objects.get(run=run)
     assert (call.stop_reason, call.input_tokens, call.label) == ("error", 0, "openai:llama3.2")
     assert "Cannot reach" in call.error and call.error in run.error
+
+
+def test_a_calls_record_is_one_statement_on_postgresql(make_user):
+    run = Run.objects.create(owner=make_user(), task="t", status=RunStatus.RUNNING)
+    Step.objects.create(run=run, step_id="a", title="a", instruction="x", role="writer")
+    call = CallRecord(
+        purpose="executor:writer",
+        provider="offline",
+        model="offline-1",
+        usage=Usage(input_tokens=30, output_tokens=12, cache_read_tokens=5),
+        latency_s=0.25,
+        stop_reason="end_turn",
+    )
+    budget = run.budget  # as a step's metered provider passes it, read once per step
+    with CaptureQueriesContext(connection) as queries:
+        call_record(run.pk, "a", call, budget=budget)
+        # A call of no step's (the planner's) adds to the run only.
+        call_record(run.pk, "", call, budget=budget)
+    if connection.vendor == "postgresql":
+        # The call, its step's and run's totals and its event, with no BEGIN and COMMIT around.
+        assert len(queries) == 2, [q["sql"] for q in queries]
+    run.refresh_from_db()
+    step = run.steps.get()
+    assert (run.tokens_in, run.tokens_out, run.tokens_cache_read, run.model_calls) == (
+        60,
+        24,
+        10,
+        2,
+    )
+    assert (step.tokens_in, step.tokens_out, step.tokens_cache_read, step.model_calls) == (
+        30,
+        12,
+        5,
+        1,
+    )
+    recorded = list(run.calls.order_by("pk").values_list("step_id", "input_tokens", "latency_ms"))
+    assert recorded == [("a", 30, 250), ("", 30, 250)]
+    assert list(run.events.values_list("seq", "type", "step_id")) == [
+        (1, "model.call", "a"),
+        (2, "model.call", ""),
+    ]
+    assert run.last_event_seq == 2

@@ -12,9 +12,12 @@ import pytest
 from django.db import OperationalError, close_old_connections, connection, transaction
 
 from planner_ui.agents.executor import StepOutcome
+from planner_ui.core.messages import Usage
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Run, RunEvent, Step
+from planner_ui.providers.metered import CallRecord
 from planner_ui.services import sql
+from planner_ui.services.accounting import call_record
 from planner_ui.services.events import event_append
 from planner_ui.services.scheduler import dependencies_count
 from planner_ui.services.steps import step_claim, step_finish
@@ -271,3 +274,55 @@ def test_a_claim_and_a_cancel_at_once_do_not_deadlock(make_user):
     assert _in_threads(2, lambda index: (cancel, claim)[index]()) == []
     assert claimed == [None]  # the run was cancelled first: nothing to claim
     assert Step.objects.get(run=run).status == StepStatus.SKIPPED
+
+
+def _offline_call() -> CallRecord:
+    return CallRecord(
+        purpose="executor:writer",
+        provider="offline",
+        model="offline-1",
+        usage=Usage(input_tokens=30, output_tokens=12),
+        latency_s=0.2,
+        stop_reason="end_turn",
+    )
+
+
+@postgresql_only
+def test_a_model_calls_record_and_a_cancel_at_once_do_not_deadlock(make_user):
+    # The record is one statement on PostgreSQL: it must still take the run's row before its
+    # step's, as a cancel takes them, or each would wait for the other.
+    run = running_run(make_user(), [("a", [])])
+    cancelling, recorded = threading.Event(), []
+
+    def cancel() -> None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {sql.table(Run)} WHERE id = %s FOR UPDATE", [run.pk])
+            cancelling.set()
+            time.sleep(0.5)
+            cursor.execute(
+                f"UPDATE {sql.table(Run)} SET status = %s WHERE id = %s",
+                [RunStatus.CANCELLED.value, run.pk],
+            )
+            cursor.execute(
+                f"UPDATE {sql.table(Step)} SET error = %s WHERE run_id = %s",
+                ["cancelled", run.pk],
+            )
+
+    def record() -> None:
+        assert cancelling.wait(timeout=10)
+        time.sleep(0.1)
+        call_record(run.pk, "a", _offline_call())
+        recorded.append(True)
+
+    assert _in_threads(2, lambda index: (cancel, record)[index]()) == []
+    assert recorded == [True]
+    step = Step.objects.get(run=run)
+    assert (step.error, step.tokens_in, step.tokens_out, step.model_calls) == (
+        "cancelled",
+        30,
+        12,
+        1,
+    )
+    run.refresh_from_db()
+    assert (run.status, run.tokens_in, run.model_calls) == (RunStatus.CANCELLED, 30, 1)
+    assert list(RunEvent.objects.filter(run=run).values_list("seq", "type")) == [(1, "model.call")]

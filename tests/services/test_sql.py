@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from planner_ui.models import ModelCall, Run, RunEvent, Step
@@ -54,6 +55,42 @@ def test_insert_numbered_numbers_on_from_the_counter_and_returns_its_row(run):
     stored = RunEvent.objects.filter(run=run).values_list("pk", "seq", "step_id", "payload")
     assert list(stored) == [(e.pk, e.seq, e.step_id, e.payload) for e in events]
     assert all(not e._state.adding and e.created_at for e in events)
+
+
+def test_insert_numbered_writes_what_goes_along_with_it_in_the_same_change(run):
+    call = ModelCall(
+        run_id=run.pk, purpose="planner", role="planner", provider="offline", model="m"
+    )
+    call.input_tokens = 7
+    step = step_of(run)
+    event = RunEvent(run_id=run.pk, seq=0, type="plan.invalid", payload={"n": 1})
+    with sql.atomic_unless_one(), CaptureQueriesContext(connection) as queries:
+        counted = sql.insert_numbered(
+            [event],
+            "seq",
+            f"UPDATE {sql.table(Run)} SET last_event_seq = last_event_seq + 1, "
+            "tokens_in = tokens_in + %s WHERE id = %s RETURNING last_event_seq AS last, tokens_in",
+            [7, run.pk],
+            along=[
+                sql.insert_select(call),
+                (
+                    f"UPDATE {sql.table(Step)} SET attempts = attempts + 1{{source}} WHERE id = %s",
+                    [step.pk],
+                ),
+            ],
+        )
+    assert counted == (1, 7)
+    assert len(queries) == (1 if connection.vendor == "postgresql" else 4)
+    stored = ModelCall.objects.get(run=run)
+    assert (stored.purpose, stored.input_tokens, stored.created_at) == (
+        "planner",
+        7,
+        call.created_at,
+    )
+    run.refresh_from_db()
+    step.refresh_from_db()
+    assert (run.last_event_seq, run.tokens_in, step.attempts) == (1, 7, 1)
+    assert RunEvent.objects.get(run=run).seq == event.seq == 1
 
 
 def test_insert_keeps_a_null_decimal_null(run):
