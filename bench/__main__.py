@@ -84,7 +84,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=0,
         help=f"worker slots; default: the widest DAG's width, at most {MAX_DEFAULT_SLOTS}",
     )
-    parser.add_argument("--pool", choices=["prefork", "threads"], default="prefork")
+    parser.add_argument("--pool", choices=["prefork", "threads", "solo"], default="prefork")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="Celery worker processes the slots are dealt out over, each with a consumer of "
+        "its own (default 1; with --pool solo, one per slot)",
+    )
     parser.add_argument(
         "--asgi",
         choices=["daphne", "uvicorn"],
@@ -142,6 +149,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--latency, --clients and --slots cannot be negative")
     if args.width < 1 or args.repeat < 1:
         parser.error("--width and --repeat must be at least 1")
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
     return args
 
 
@@ -168,6 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     widest = max(shapes.width_of(plan.with_synthesis()) for plan in plans)
     slots = args.slots or min(widest, MAX_DEFAULT_SLOTS)
+    if args.pool == "solo":
+        args.workers = slots  # a solo worker runs one task at a time
+    args.workers = min(args.workers, slots)
 
     load_before = [round(value, 2) for value in os.getloadavg()]
     django_setup()
@@ -178,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     from bench.websocket import Watchers
 
     _say(
-        f"Starting Redis, a Celery worker ({args.pool}, {slots} slots) and Daphne; logs in "
+        f"Starting Redis, {args.workers} Celery worker(s) ({args.pool}, {slots} slots) and "
+        "Daphne; logs in "
         f"{settings.VAR_DIR / 'logs'} ..."
     )
     started = time.monotonic()
@@ -190,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         asgi=args.asgi,
         asgi_processes=args.asgi_processes,
         worker_nice=args.worker_nice,
+        workers=args.workers,
     )
     watchers = None
     run_ids: list[int] = []
@@ -249,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             "clients": args.clients,
             "slots": slots,
             "pool": args.pool,
+            "workers": args.workers,
             "width": args.width,
             "seed": args.seed,
             "repeat": args.repeat,
@@ -289,6 +304,7 @@ def _throughput(
             "latency_s": args.latency,
             "slots": slots,
             "pool": args.pool,
+            "workers": args.workers,
             "database": connection.vendor,
             "redis": stack.redis,
         },
@@ -309,7 +325,7 @@ def _floor(plans: list, stack: Any, args: argparse.Namespace, slots: int) -> dic
 
     _say("The raw-Celery floor: the same DAGs as bare tasks on the same Redis ...")
     stack.stop(keep_redis=True)
-    stack.start_floor(slots=slots, pool=args.pool)
+    stack.start_floor(slots=slots, pool=args.pool, workers=args.workers)
     floors = {}
     for plan in plans:
         timeout = 60 + 20 * len(plan.with_synthesis()) * max(args.latency, 0.1)

@@ -74,24 +74,31 @@ class Stack:
         embedded.stop_processes(stopping)
         self.processes = [p for p in self.processes if p.pid == redis_pid]
 
-    def start_floor(self, *, slots: int, pool: str) -> None:
-        """The raw-Celery floor's worker (bench.floor), on the same Redis as agentsite's."""
+    def start_floor(self, *, slots: int, pool: str, workers: int = 1) -> None:
+        """The raw-Celery floor's workers (bench.floor), on the same Redis as agentsite's."""
         from bench.floor import QUEUE
 
         name = f"bench-floor-{os.getpid()}"
-        self.add(
-            "floor",
-            embedded.start_worker(
-                env={"REDIS_URL": settings.REDIS_URL, "DJANGO_SETTINGS_MODULE": ""},
-                concurrency=slots,
-                pool=pool,
-                hostname=f"{name}@%h",
-                log_path=self.log_dir / "floor-worker.log",
-                app="bench.floor",
-                queue=QUEUE,
-            ),
-        )
-        embedded.wait_for_worker(f"{name}@", timeout=WORKER_START_TIMEOUT_S)
+        for number, concurrency in enumerate(worker_slots(slots, workers), start=1):
+            self.add(
+                "floor" if number == 1 else f"floor-{number}",
+                embedded.start_worker(
+                    env={"REDIS_URL": settings.REDIS_URL, "DJANGO_SETTINGS_MODULE": ""},
+                    concurrency=concurrency,
+                    pool=pool,
+                    hostname=f"{name}-{number}@%h",
+                    log_path=self.log_dir / f"floor-worker-{number}.log",
+                    app="bench.floor",
+                    queue=QUEUE,
+                ),
+            )
+        for number in range(1, workers + 1):
+            embedded.wait_for_worker(f"{name}-{number}@", timeout=WORKER_START_TIMEOUT_S)
+
+
+def worker_slots(slots: int, workers: int) -> list[int]:
+    """`slots` dealt out over `workers` worker processes, as evenly as they go."""
+    return [slots // workers + (1 if number < slots % workers else 0) for number in range(workers)]
 
 
 def stack_start(
@@ -103,6 +110,7 @@ def stack_start(
     asgi: str = "daphne",
     asgi_processes: int = 1,
     worker_nice: int = 0,
+    workers: int = 1,
 ) -> Stack:
     """Redis if the embedded one is wanted, a worker with `slots` slots, and `asgi_processes`
     ASGI servers (Daphne, or uvicorn where it is installed), each on a port of its own."""
@@ -134,22 +142,24 @@ def stack_start(
             "AGENTSITE_OFFLINE_LATENCY_S": str(latency_s),
         }
         worker_name = f"bench-{os.getpid()}"
-        stack.add(
-            "worker",
-            embedded.start_worker(
-                env=env,
-                concurrency=slots,
-                pool=pool,
-                hostname=f"{worker_name}@%h",
-                log_path=log_dir / "worker.log",
-                nice=worker_nice,
-            ),
-        )
+        for number, concurrency in enumerate(worker_slots(slots, workers), start=1):
+            stack.add(
+                "worker" if number == 1 else f"worker-{number}",
+                embedded.start_worker(
+                    env=env,
+                    concurrency=concurrency,
+                    pool=pool,
+                    hostname=f"{worker_name}-{number}@%h",
+                    log_path=log_dir / f"worker-{number}.log",
+                    nice=worker_nice,
+                ),
+            )
         for number, port in enumerate(ports, start=1):
             stack.add(
                 f"asgi-{number}", _asgi_start(asgi, env, port, log_dir / f"asgi-{number}.log")
             )
-        embedded.wait_for_worker(f"{worker_name}@", timeout=WORKER_START_TIMEOUT_S)
+        for number in range(1, workers + 1):
+            embedded.wait_for_worker(f"{worker_name}-{number}@", timeout=WORKER_START_TIMEOUT_S)
         refuse_other_workers(worker_name)
         for port in ports:
             embedded.wait_for_http(f"http://{HOST}:{port}/", timeout=60.0)
@@ -181,7 +191,7 @@ def refuse_other_workers(own_name: str) -> None:
     from agentsite.celery import app
 
     replies = app.control.ping(timeout=1.0)
-    others = [name for reply in replies for name in reply if not name.startswith(own_name + "@")]
+    others = [name for reply in replies for name in reply if not name.startswith(own_name + "-")]
     if others:
         raise RuntimeError(
             f"Other Celery workers listen on this Redis ({', '.join(others)}); the benchmark "
@@ -370,7 +380,7 @@ def run_measure(
 def _cpu_shares(cpu_used: dict[str, Any], steps: int, messages: int) -> dict[str, float | None]:
     """The worker's CPU per step, and Daphne's per WebSocket message it delivered."""
     by_process = cpu_used.get("by_process_s") or {}
-    worker = by_process.get("worker")
+    worker = workers_cpu_s(by_process)
     servers = [used for name, used in by_process.items() if name.startswith("asgi-")]
     daphne = sum(servers) if servers else None
     return {
@@ -379,6 +389,12 @@ def _cpu_shares(cpu_used: dict[str, Any], steps: int, messages: int) -> dict[str
             round(daphne * 1e6 / messages, 1) if daphne is not None and messages else None
         ),
     }
+
+
+def workers_cpu_s(by_process: dict[str, float]) -> float | None:
+    """The CPU seconds of agentsite's worker processes (pools included), or None if unknown."""
+    used = [s for name, s in by_process.items() if name.split("-")[0] == "worker"]
+    return sum(used) if used else None
 
 
 def runs_delete(run_ids: list[int]) -> None:

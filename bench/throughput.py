@@ -19,7 +19,7 @@ from planner_ui.services.runs import run_approve_plan
 
 from . import shapes
 from .cpu import CpuWindow
-from .scheduler import Stack, scripted_run_create
+from .scheduler import Stack, scripted_run_create, workers_cpu_s
 
 
 def throughput_measure(
@@ -43,8 +43,7 @@ def throughput_measure(
     used = cpu.stop()
     failed = Run.objects.filter(pk__in=ids).exclude(status=RunStatus.SUCCEEDED).count()
     steps = count * len(shape.with_synthesis())
-    by_process = used.get("by_process_s") or {}
-    worker = by_process.get("worker")
+    worker = workers_cpu_s(used.get("by_process_s") or {})
     return {
         "runs": count,
         "steps_per_run": len(shape.with_synthesis()),
