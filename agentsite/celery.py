@@ -1,11 +1,14 @@
 """The Celery app; workers start with `celery -A agentsite worker`."""
 
+import logging
 import os
 
 from celery import Celery
 from celery.signals import worker_init, worker_process_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+
+log = logging.getLogger(__name__)
 
 app = Celery("agentsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -44,8 +47,6 @@ def _warm_up(**_: object) -> None:
     a process's first step opened its database connection, its Redis client and the queue's
     producer, and the first run after a start sent its children later (queued to claimed, at
     the median, 25 to 28 ms against 16 to 22)."""
-    import logging
-
     try:
         from django.db import connection
 
@@ -54,4 +55,4 @@ def _warm_up(**_: object) -> None:
         connection.ensure_connection()
         warm_up()
     except Exception:  # a step opens them itself and says what is wrong
-        logging.getLogger(__name__).warning("could not open connections ahead", exc_info=True)
+        log.warning("could not open connections ahead", exc_info=True)

@@ -8,7 +8,6 @@ they changed with `RETURNING`, so no write is followed by a read of the same row
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
@@ -133,9 +132,10 @@ def insert_numbered(
     the counter's row, so it runs after the counter and locks its rows after the counter's,
     in the order every writer of a run takes them, the run's row first). Every transaction
     that appends to a run's event log queues for that row, so it is held that many round trips
-    less; and one statement needs no transaction of its own (see `atomic_unless_one`). None
-    of `along` may write the counter's row: of two changes to one row in one statement,
-    PostgreSQL keeps one."""
+    less; and, being one statement, it needs no BEGIN and COMMIT where the caller has no
+    transaction open. Elsewhere the statements run in a transaction of their own if the caller
+    has none. None of `along` may write the counter's row: of two changes to one row in one
+    statement, PostgreSQL keeps one."""
     meta = instances[0]._meta
     numbered = meta.get_field(field)
     fields = [f for f in meta.local_concrete_fields if f is not meta.pk and f is not numbered]
@@ -182,13 +182,6 @@ def insert_numbered(
 # Where `along` reads the counter's row on PostgreSQL: none of its columns, only that it is
 # there, so that the statement runs after the counter.
 _AFTER_COUNTER = " FROM (SELECT FROM counter) AS after_counter"
-
-
-def atomic_unless_one() -> AbstractContextManager[Any]:
-    """A transaction around an insert_numbered with `along`, where that is more than one
-    statement; none on PostgreSQL, where it is one statement, atomic by itself, and BEGIN and
-    COMMIT would be two round trips more."""
-    return nullcontext() if connection.vendor == "postgresql" else transaction.atomic()
 
 
 def datetime_of(value: Any) -> datetime | None:
