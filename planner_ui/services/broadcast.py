@@ -111,7 +111,10 @@ class AfterCommit:
         self.tasks.append((send, refused))
 
     def publish(self, group: str, message: dict[str, Any]) -> None:
-        self.messages.append((group, message))
+        self.publish_all([(group, message)])
+
+    def publish_all(self, messages: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        self.messages.extend(messages)
 
     def __call__(self) -> None:
         tasks_send(self.tasks)
@@ -124,8 +127,8 @@ class _Now(AfterCommit):
     def enqueue(self, send: Send, refused: Refused) -> None:
         tasks_send([(send, refused)])
 
-    def publish(self, group: str, message: dict[str, Any]) -> None:
-        group_publish([(group, message)])
+    def publish_all(self, messages: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        group_publish(messages)
 
 
 def after_commit() -> AfterCommit:

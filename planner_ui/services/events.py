@@ -9,8 +9,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from django.db import transaction
-
 from planner_ui.core.events import EventType, check_event
 from planner_ui.models import Run, RunEvent
 
@@ -66,9 +64,9 @@ def events_append(
     if held is not None and held[0] == run_id:
         held[1].extend(stored)  # numbered and stored where events_at_end's block ends
         return stored
-    # No savepoint of its own: inside a caller's transaction the events live or die with it.
-    with transaction.atomic(savepoint=False):
-        _number_and_store(stored)
+    # Inside a caller's transaction the events live or die with it; outside one they are one
+    # statement on PostgreSQL and one transaction elsewhere (sql.insert_numbered).
+    _number_and_store(stored)
     return stored
 
 
@@ -133,20 +131,19 @@ def _number_and_store(
     if not counter:
         counter, params = _NEXT_SEQS, [len(events), events[0].run_id]
     counted = sql.insert_numbered(events, "seq", counter, params or [], along=along)
-    for event in events:
-        _publish(event)
+    # In one round trip to Redis once they are committed, as the transaction's other messages.
+    after_commit().publish_all(_message(event) for event in events)
     return counted
 
 
-def _publish(event: RunEvent) -> None:
-    message = event.as_message()
-    after_commit().publish(
+def _message(event: RunEvent) -> tuple[str, dict[str, Any]]:
+    return (
         run_group(event.run_id),
         # Serialized once here, forwarded as it is to every watcher.
         {
             "type": "run.event",
             "seq": event.seq,
-            "json": json.dumps({"type": "event", "event": message}),
+            "json": json.dumps({"type": "event", "event": event.as_message()}),
         },
     )
 

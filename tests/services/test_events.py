@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from planner_ui.models import Run, RunEvent
-from planner_ui.services.events import event_append, events_at_end
+from planner_ui.services.events import event_append, events_append, events_at_end
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db(transaction=True)]
 
@@ -39,3 +40,19 @@ def test_a_block_that_raises_stores_and_numbers_none_of_its_events(make_user):
         raise RuntimeError("rolled back")
     event_append(run.pk, "plan.invalid", _invalid(2))
     assert list(RunEvent.objects.filter(run=run).values_list("seq", "payload__attempt")) == [(1, 2)]
+
+
+def test_events_appended_outside_a_transaction_are_stored_together(make_user):
+    run = Run.objects.create(owner=make_user(), task="t")
+    kinds = [("plan.invalid", _invalid(n), "") for n in range(3)]
+    with CaptureQueriesContext(connection) as queries:
+        stored = events_append(run.pk, kinds)
+    if connection.vendor == "postgresql":
+        # Numbered and inserted in one statement, which needs no BEGIN and COMMIT around it.
+        assert len(queries) == 1, [q["sql"] for q in queries]
+    assert [event.seq for event in stored] == [1, 2, 3]
+    assert list(RunEvent.objects.filter(run=run).values_list("seq", "payload__attempt")) == [
+        (1, 0),
+        (2, 1),
+        (3, 2),
+    ]
