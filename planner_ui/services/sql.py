@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any, Literal, TypeVar
 
 from django.db import connection, models, transaction
+from django.db.models.options import Options
 from django.db.models.sql.compiler import SQLCompiler
 from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_aware, make_aware
@@ -66,7 +67,7 @@ def insert_many(instances: Sequence[models.Model]) -> None:
     if not instances:
         return
     meta = instances[0]._meta
-    fields = [f for f in meta.local_concrete_fields if f is not meta.pk]
+    fields = _written(meta)
     # In batches the database accepts (SQLite limits the parameters of one statement).
     size = connection.ops.bulk_batch_size(fields, instances)
     if len(instances) > size:
@@ -74,10 +75,9 @@ def insert_many(instances: Sequence[models.Model]) -> None:
             insert_many(instances[start : start + size])
         return
     values = [value for instance in instances for value in _prepared(instance, fields)]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     row = f"({marks(len(fields))})"
     keys = rows(
-        f"INSERT INTO {table(type(instances[0]))} ({columns}) "
+        f"INSERT INTO {table(type(instances[0]))} ({_columns(fields)}) "
         f"VALUES {', '.join([row] * len(instances))} "
         f"RETURNING {connection.ops.quote_name(meta.pk.column)}",
         values,
@@ -85,6 +85,16 @@ def insert_many(instances: Sequence[models.Model]) -> None:
     # Both databases return the rows of a multi-row VALUES in its order, as bulk_create assumes.
     for instance, (key,) in zip(instances, keys, strict=True):
         _inserted(instance, key)
+
+
+def _written(meta: Options, numbered: models.Field | None = None) -> list[models.Field]:
+    """The fields an INSERT of the model writes: all but its key (and `numbered`, which
+    insert_numbered writes apart)."""
+    return [f for f in meta.local_concrete_fields if f is not meta.pk and f is not numbered]
+
+
+def _columns(fields: Sequence[models.Field]) -> str:
+    return ", ".join(connection.ops.quote_name(f.column) for f in fields)
 
 
 def _prepared(instance: models.Model, fields: Sequence[models.Field]) -> list[Any]:
@@ -102,11 +112,10 @@ def _inserted(instance: models.Model, key: Any) -> None:
 def insert_select(instance: models.Model) -> tuple[str, list[Any]]:
     """An INSERT of one new instance as `insert` makes it, written as INSERT … SELECT with
     `{source}` where a FROM may go (insert_numbered's `along`); its key is not read back."""
-    meta = instance._meta
-    fields = [f for f in meta.local_concrete_fields if f is not meta.pk]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    fields = _written(instance._meta)
     return (
-        f"INSERT INTO {table(type(instance))} ({columns}) SELECT {marks(len(fields))}{{source}}",
+        f"INSERT INTO {table(type(instance))} ({_columns(fields)}) "
+        f"SELECT {marks(len(fields))}{{source}}",
         _prepared(instance, fields),
     )
 
@@ -138,7 +147,7 @@ def insert_numbered(
     statement, PostgreSQL keeps one."""
     meta = instances[0]._meta
     numbered = meta.get_field(field)
-    fields = [f for f in meta.local_concrete_fields if f is not meta.pk and f is not numbered]
+    fields = _written(meta, numbered)
     count = len(instances)
     if connection.vendor != "postgresql" or count > connection.ops.bulk_batch_size(
         fields, instances
@@ -164,7 +173,7 @@ def insert_numbered(
     found = rows(
         f"WITH counter AS ({counter}), {also}inserted AS ("
         f"INSERT INTO {table(type(instances[0]))} "
-        f"({', '.join(quote(f.column) for f in [numbered, *fields])}) "
+        f"({_columns([numbered, *fields])}) "
         f"SELECT counter.last - {count} + v.n, {', '.join(f'v.{name}' for name in names[1:])} "
         f"FROM counter, (VALUES {', '.join([row] * count)}) AS v({', '.join(names)}) "
         f"RETURNING {quote(meta.pk.column)}, {quote(numbered.column)}) "
