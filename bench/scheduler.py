@@ -78,18 +78,30 @@ class Stack:
         """The raw-Celery floor's workers (bench.floor), on the same Redis as agentsite's."""
         from bench.floor import QUEUE
 
-        name = f"bench-floor-{os.getpid()}"
+        self.start_workers(
+            "floor",
+            f"bench-floor-{os.getpid()}",
+            slots=slots,
+            workers=workers,
+            env={"REDIS_URL": settings.REDIS_URL, "DJANGO_SETTINGS_MODULE": ""},
+            pool=pool,
+            app="bench.floor",
+            queue=QUEUE,
+        )
+
+    def start_workers(
+        self, role: str, name: str, *, slots: int, workers: int, **start: Any
+    ) -> None:
+        """`workers` Celery workers with `slots` slots between them, named "<name>-<n>" (the
+        CPU figures know them by `role`), once each answers; `start` goes to start_worker."""
         for number, concurrency in enumerate(worker_slots(slots, workers), start=1):
             self.add(
-                "floor" if number == 1 else f"floor-{number}",
+                role if number == 1 else f"{role}-{number}",
                 embedded.start_worker(
-                    env={"REDIS_URL": settings.REDIS_URL, "DJANGO_SETTINGS_MODULE": ""},
                     concurrency=concurrency,
-                    pool=pool,
                     hostname=f"{name}-{number}@%h",
-                    log_path=self.log_dir / f"floor-worker-{number}.log",
-                    app="bench.floor",
-                    queue=QUEUE,
+                    log_path=self.log_dir / f"{role}-{number}.log",
+                    **start,
                 ),
             )
         for number in range(1, workers + 1):
@@ -141,25 +153,21 @@ def stack_start(
             "REDIS_URL": settings.REDIS_URL,
             "AGENTSITE_OFFLINE_LATENCY_S": str(latency_s),
         }
-        worker_name = f"bench-{os.getpid()}"
-        for number, concurrency in enumerate(worker_slots(slots, workers), start=1):
-            stack.add(
-                "worker" if number == 1 else f"worker-{number}",
-                embedded.start_worker(
-                    env=env,
-                    concurrency=concurrency,
-                    pool=pool,
-                    hostname=f"{worker_name}-{number}@%h",
-                    log_path=log_dir / f"worker-{number}.log",
-                    nice=worker_nice,
-                ),
-            )
+        # The ASGI servers first: they start while the workers do.
         for number, port in enumerate(ports, start=1):
             stack.add(
                 f"asgi-{number}", _asgi_start(asgi, env, port, log_dir / f"asgi-{number}.log")
             )
-        for number in range(1, workers + 1):
-            embedded.wait_for_worker(f"{worker_name}-{number}@", timeout=WORKER_START_TIMEOUT_S)
+        worker_name = f"bench-{os.getpid()}"
+        stack.start_workers(
+            "worker",
+            worker_name,
+            slots=slots,
+            workers=workers,
+            env=env,
+            pool=pool,
+            nice=worker_nice,
+        )
         refuse_other_workers(worker_name)
         for port in ports:
             embedded.wait_for_http(f"http://{HOST}:{port}/", timeout=60.0)
