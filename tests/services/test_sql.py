@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
+from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -125,6 +126,37 @@ def test_what_returning_gives_back_reads_as_the_orm_reads_it(run):
 def test_a_statement_that_returns_nothing_gives_no_rows(run):
     assert sql.rows(f"UPDATE {sql.table(Run)} SET task = %s WHERE id = %s", ["x", run.pk]) == []
     assert sql.rows(f"SELECT id FROM {sql.table(Run)} WHERE id = %s", [run.pk + 1]) == []
+
+
+def test_rows_give_the_same_whether_or_not_something_watches_the_statements(run):
+    statement = f"SELECT task, '100%%', %s FROM {sql.table(Run)} WHERE id = %s"
+    unwatched = sql.rows(statement, ["x", run.pk])
+    seen = []
+
+    def watch(execute, sql_text, params, many, context):
+        seen.append(sql_text)
+        return execute(sql_text, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        watched = sql.rows(statement, ["x", run.pk])
+    assert unwatched == watched == [("Compare tea and coffee", "100%", "x")]
+    assert seen == [statement]
+
+
+def test_rows_raise_djangos_errors(run):
+    with pytest.raises(IntegrityError):
+        sql.rows(
+            f"INSERT INTO {sql.table(Run)} (id, owner_id, task) SELECT id, owner_id, task "
+            f"FROM {sql.table(Run)} WHERE id = %s",
+            [run.pk],
+        )
+
+
+def test_rows_refuse_to_run_in_a_transaction_that_must_roll_back(run):
+    with transaction.atomic():
+        transaction.set_rollback(True)
+        with pytest.raises(TransactionManagementError):
+            sql.rows(f"SELECT id FROM {sql.table(Run)} WHERE id = %s", [run.pk])
 
 
 @pytest.mark.parametrize(
