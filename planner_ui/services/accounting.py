@@ -136,6 +136,8 @@ def call_record(
         [*usage_params, run_id],
         step_id=step_id,
         along=calls,
+        # Within a step, its event goes with the step's next (its end, or its tool call).
+        hold=True,
     )
     spent_usd = sql.decimal_of(spent)
     if budget is None:

@@ -101,13 +101,15 @@ def event_counted(
     *,
     step_id: str = "",
     along: sql.Along = (),
+    hold: bool = False,
 ) -> tuple[Any, ...]:
     """Store an event numbered by `counter`, an UPDATE of the run's row that adds 1 to its
     last_event_seq (RETURNING it first, as `last`) and changes more of it (services.accounting
     adds the usage totals), with the writes `along` it (sql.insert_numbered), in one statement
-    where the database allows; publish it after commit. Returns the row `counter` returned."""
+    where the database allows; publish it after commit (with `hold`, with the next messages
+    where broadcast.messages_held holds them). Returns the row `counter` returned."""
     events = _unnumbered(run_id, [(check_event(type, payload), payload, step_id)])
-    return _number_and_store(events, counter, params, along)
+    return _number_and_store(events, counter, params, along, hold=hold)
 
 
 def _unnumbered(run_id: int, kinds: list[tuple[EventType, dict[str, Any], str]]) -> list[RunEvent]:
@@ -122,6 +124,8 @@ def _number_and_store(
     counter: str = "",
     params: list[Any] | None = None,
     along: sql.Along = (),
+    *,
+    hold: bool = False,
 ) -> tuple[Any, ...]:
     """Number events of one run from its row and store them, in the caller's transaction;
     publish them after commit. The counter's UPDATE locks the run row until commit, so
@@ -132,7 +136,7 @@ def _number_and_store(
         counter, params = _NEXT_SEQS, [len(events), events[0].run_id]
     counted = sql.insert_numbered(events, "seq", counter, params or [], along=along)
     # In one round trip to Redis once they are committed, as the transaction's other messages.
-    after_commit().publish_all(_message(event) for event in events)
+    after_commit().publish_all((_message(event) for event in events), hold=hold)
     return counted
 
 

@@ -25,6 +25,7 @@ from planner_ui.selectors.tools import tools_for_step
 
 from . import sql
 from .approvals import approval_find
+from .broadcast import messages_held
 from .events import event_append, events_at_end
 from .files import workspace_checkout, workspace_drop
 from .gate import tool_context, tool_runner
@@ -164,7 +165,7 @@ def step_execute(
         carried_from = step_id
     while step is not None:
         began = time.monotonic()
-        with step_heartbeat(run_id, step.step_id, worker):
+        with step_heartbeat(run_id, step.step_id, worker), messages_held():
             carry_on = began - started < carry_for_s
             carried = _execute(step, worker, carry_on=carry_on)
         if carried_from:
