@@ -22,7 +22,7 @@ from planner_ui.providers.base import Provider
 from planner_ui.providers.metered import CallRecord, MeteredProvider
 
 from . import sql
-from .events import event_counted
+from .events import events_append
 from .scheduler import run_fail
 
 _parsed: tuple[object, dict[str, Price]] | None = None
@@ -115,28 +115,32 @@ def call_record(
     calls = [sql.insert_select(row)]
     if step_id:
         calls.append((_ADD_TO_STEP, [*usage_params, run_id, step_id]))
-    # The call, its step's and run's totals and its event: one statement on PostgreSQL, with
-    # no transaction around it (a model call's record was five round trips there, 4.8 ms at
-    # the median and 13 at p90 in the benchmark's layered DAG); one transaction elsewhere.
-    _, status, tokens_in, tokens_out, spent = event_counted(
+    # The call and its step's and run's totals: one statement on PostgreSQL, with no
+    # transaction around it (a model call's record was five round trips there, 4.8 ms at the
+    # median and 13 at p90 in the benchmark's layered DAG); one transaction elsewhere.
+    status, tokens_in, tokens_out, spent = sql.update_with(
+        _ADD_TO_RUN, [*usage_params, run_id], along=calls
+    )
+    # Within a step, its event is stored and published with the step's next (events_held).
+    events_append(
         run_id,
-        EventType.MODEL_CALL,
-        {
-            "role": row.role,
-            "model": row.label,
-            "input_tokens": row.input_tokens,
-            "output_tokens": row.output_tokens,
-            "cache_read_tokens": row.cache_read_tokens,
-            "cost_usd": None if cost is None else str(cost),
-            "latency_ms": row.latency_ms,
-            "stop_reason": row.stop_reason,
-            "error": row.error,
-        },
-        _ADD_TO_RUN,
-        [*usage_params, run_id],
-        step_id=step_id,
-        along=calls,
-        # Within a step, its event goes with the step's next (its end, or its tool call).
+        [
+            (
+                EventType.MODEL_CALL,
+                {
+                    "role": row.role,
+                    "model": row.label,
+                    "input_tokens": row.input_tokens,
+                    "output_tokens": row.output_tokens,
+                    "cache_read_tokens": row.cache_read_tokens,
+                    "cost_usd": None if cost is None else str(cost),
+                    "latency_ms": row.latency_ms,
+                    "stop_reason": row.stop_reason,
+                    "error": row.error,
+                },
+                step_id,
+            )
+        ],
         hold=True,
     )
     spent_usd = sql.decimal_of(spent)
@@ -156,8 +160,8 @@ _ADD_TO_STEP = (
     f"UPDATE {sql.table(Step)} SET {_ADD_USAGE}{{source}} WHERE run_id = %s AND step_id = %s"
 )
 _ADD_TO_RUN = (
-    f"UPDATE {sql.table(Run)} SET {_ADD_USAGE}, last_event_seq = last_event_seq + 1 "
-    "WHERE id = %s RETURNING last_event_seq AS last, status, tokens_in, tokens_out, cost_usd"
+    f"UPDATE {sql.table(Run)} SET {_ADD_USAGE} "
+    "WHERE id = %s RETURNING status, tokens_in, tokens_out, cost_usd"
 )
 
 

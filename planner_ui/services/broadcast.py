@@ -10,9 +10,7 @@ channel layer (a test's in-memory one) gets the ordinary group_send.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import redis
@@ -100,47 +98,10 @@ def warm_up() -> None:
         producer.connection.default_channel.client.ping()
 
 
-Message = tuple[str, dict[str, Any]]
-
-# The messages held back in this thread to go with its next ones (messages_held), if holding.
-_held: ContextVar[list[Message] | None] = ContextVar("held_messages", default=None)
-
-
-@contextmanager
-def messages_held() -> Iterator[None]:
-    """Within the block, messages published with `hold` outside a transaction wait for the
-    next messages this thread publishes (a transaction's, at its commit) and go with them;
-    what is still held at the end goes then.
-
-    A step's model call is recorded just before the step ends or calls its first tool, and
-    each publish costs an ASGI server a pass over the run's watchers (about 0.1 ms a socket,
-    whatever the pass carries): held, the call's event reaches them with the step's end or its
-    tool call, a few milliseconds later, in one pass instead of two. It is in the event log
-    from its commit on, so a watcher that joins meanwhile replays it, and one that would miss
-    it (the process died before sending it) fetches it when the next event shows the gap."""
-    held: list[Message] = []
-    token = _held.set(held)
-    try:
-        yield
-    finally:
-        _held.reset(token)
-        group_publish(held)
-
-
-def _with_held(messages: Iterable[Message]) -> list[Message]:
-    """`messages` after whatever this thread holds, which they take with them."""
-    held = _held.get()
-    if not held:
-        return list(messages)
-    going = [*held, *messages]
-    held.clear()
-    return going
-
-
 class AfterCommit:
     """What one transaction hands on once it commits, in one go: its tasks to the queue first
     (a child step should not wait behind the watchers), then its messages to the watchers in
-    one round trip, with any this thread held (messages_held)."""
+    one round trip."""
 
     def __init__(self) -> None:
         self.tasks: list[tuple[Send, Refused]] = []
@@ -152,27 +113,22 @@ class AfterCommit:
     def publish(self, group: str, message: dict[str, Any]) -> None:
         self.publish_all([(group, message)])
 
-    def publish_all(self, messages: Iterable[Message], *, hold: bool = False) -> None:
-        """Publish once the transaction commits (`hold` means nothing more here)."""
+    def publish_all(self, messages: Iterable[tuple[str, dict[str, Any]]]) -> None:
         self.messages.extend(messages)
 
     def __call__(self) -> None:
         tasks_send(self.tasks)
-        group_publish(_with_held(self.messages))
+        group_publish(self.messages)
 
 
 class _Now(AfterCommit):
-    """Outside a transaction there is nothing to wait for, unless holding (messages_held)."""
+    """Outside a transaction there is nothing to wait for."""
 
     def enqueue(self, send: Send, refused: Refused) -> None:
         tasks_send([(send, refused)])
 
-    def publish_all(self, messages: Iterable[Message], *, hold: bool = False) -> None:
-        held = _held.get()
-        if hold and held is not None:
-            held.extend(messages)
-        else:
-            group_publish(_with_held(messages))
+    def publish_all(self, messages: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        group_publish(messages)
 
 
 def after_commit() -> AfterCommit:

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from django.db import connection
+
 from planner_ui.core.events import EventType, check_event
 from planner_ui.models import Run, RunEvent
 
@@ -51,14 +53,27 @@ def event_append(
 
 
 def events_append(
-    run_id: int, events: list[tuple[EventType | str, dict[str, Any], str]]
+    run_id: int,
+    events: list[tuple[EventType | str, dict[str, Any], str]],
+    *,
+    hold: bool = False,
 ) -> list[RunEvent]:
     """Store several events of the run, given as (type, payload, step_id), in their order:
     one sequence UPDATE and one INSERT for all of them instead of two statements each (a
-    step that unblocks thirty others queues thirty events)."""
+    step that unblocks thirty others queues thirty events).
+
+    With `hold`, outside a transaction and within an events_held block, they are stored with
+    the run's next events instead (and not returned)."""
     if not events:
         return []
     kinds = [(check_event(type, payload), payload, step_id) for type, payload, step_id in events]
+    pending = _pending.get()
+    if pending is not None:
+        if hold and not connection.in_atomic_block:
+            pending.append((run_id, kinds))
+            return []
+        if earlier := _take(pending, run_id):
+            kinds = earlier + kinds
     stored = _unnumbered(run_id, kinds)
     held = _held.get()
     if held is not None and held[0] == run_id:
@@ -68,6 +83,48 @@ def events_append(
     # statement on PostgreSQL and one transaction elsewhere (sql.insert_numbered).
     _number_and_store(stored)
     return stored
+
+
+Kind = tuple[EventType, dict[str, Any], str]
+
+# The events held back in this thread to go with the next ones of their run (events_held).
+_pending: ContextVar[list[tuple[int, list[Kind]]] | None] = ContextVar(
+    "pending_events", default=None
+)
+
+
+@contextmanager
+def events_held() -> Iterator[None]:
+    """Within the block, events appended with `hold` are numbered and stored with the next
+    events of their run that this thread appends, just before them (in their transaction, if
+    one is open); what is still held at the end is stored then.
+
+    A step's model call is recorded just before the step ends or calls its first tool. Its
+    event, numbered and published on its own, cost a write transaction (on SQLite, one more
+    wait for the write lock), a Redis round trip, and a pass of each ASGI server over the run's
+    watchers; numbered where it was published but sent later, it held up every later event
+    at the watchers until it came. Held, it goes with the step's end or its tool call. The call
+    itself (its row, the totals, the budget) is stored at once; a process that dies in between
+    loses the event, not the call."""
+    pending: list[tuple[int, list[Kind]]] = []
+    token = _pending.set(pending)
+    try:
+        yield
+    finally:
+        _pending.reset(token)
+        for run_id, kinds in pending:
+            try:
+                events_append(run_id, kinds)
+            except Exception:  # the block's own error, if any, is the one to raise
+                log.exception("could not store a held event of run %s", run_id)
+
+
+def _take(pending: list[tuple[int, list[Kind]]], run_id: int) -> list[Kind]:
+    """The events held for `run_id`, taken out of `pending`, in their order."""
+    taken = [kind for held_run, kinds in pending if held_run == run_id for kind in kinds]
+    if taken:
+        pending[:] = [(held_run, kinds) for held_run, kinds in pending if held_run != run_id]
+    return taken
 
 
 # The run whose events wait for the end of an events_at_end block, and those events.
@@ -92,52 +149,22 @@ def events_at_end(run_id: int) -> Iterator[None]:
     _number_and_store(held)
 
 
-def event_counted(
-    run_id: int,
-    type: EventType,
-    payload: dict[str, Any],
-    counter: str,
-    params: list[Any],
-    *,
-    step_id: str = "",
-    along: sql.Along = (),
-    hold: bool = False,
-) -> tuple[Any, ...]:
-    """Store an event numbered by `counter`, an UPDATE of the run's row that adds 1 to its
-    last_event_seq (RETURNING it first, as `last`) and changes more of it (services.accounting
-    adds the usage totals), with the writes `along` it (sql.insert_numbered), in one statement
-    where the database allows; publish it after commit (with `hold`, with the next messages
-    where broadcast.messages_held holds them). Returns the row `counter` returned."""
-    events = _unnumbered(run_id, [(check_event(type, payload), payload, step_id)])
-    return _number_and_store(events, counter, params, along, hold=hold)
-
-
-def _unnumbered(run_id: int, kinds: list[tuple[EventType, dict[str, Any], str]]) -> list[RunEvent]:
+def _unnumbered(run_id: int, kinds: list[Kind]) -> list[RunEvent]:
     return [
         RunEvent(run_id=run_id, seq=0, type=kind, step_id=step_id, payload=payload)
         for kind, payload, step_id in kinds
     ]
 
 
-def _number_and_store(
-    events: list[RunEvent],
-    counter: str = "",
-    params: list[Any] | None = None,
-    along: sql.Along = (),
-    *,
-    hold: bool = False,
-) -> tuple[Any, ...]:
+def _number_and_store(events: list[RunEvent]) -> None:
     """Number events of one run from its row and store them, in the caller's transaction;
     publish them after commit. The counter's UPDATE locks the run row until commit, so
     sequence numbers never collide."""
     if not events:
-        return ()
-    if not counter:
-        counter, params = _NEXT_SEQS, [len(events), events[0].run_id]
-    counted = sql.insert_numbered(events, "seq", counter, params or [], along=along)
+        return
+    sql.insert_numbered(events, "seq", _NEXT_SEQS, [len(events), events[0].run_id])
     # In one round trip to Redis once they are committed, as the transaction's other messages.
-    after_commit().publish_all((_message(event) for event in events), hold=hold)
-    return counted
+    after_commit().publish_all(_message(event) for event in events)
 
 
 def _message(event: RunEvent) -> tuple[str, dict[str, Any]]:

@@ -174,9 +174,7 @@ def insert_numbered(
         fields, instances
     ):
         with transaction.atomic(savepoint=False):  # nothing more where one is open already
-            ((last, *rest),) = rows(counter, params)
-            for statement, statement_params in along:
-                rows(statement.format(source=""), statement_params)
+            last, *rest = update_with(counter, params, along=along)
             for number, instance in enumerate(instances, start=last - count + 1):
                 setattr(instance, numbered.attname, number)
             insert_many(instances)
@@ -187,12 +185,8 @@ def insert_numbered(
     quote = connection.ops.quote_name
     names = ["n", *(f"c{i}" for i in range(len(fields)))]
     row = f"({marks(len(names))})"
-    also = "".join(
-        f"along{index} AS ({statement.format(source=_AFTER_COUNTER)}), "
-        for index, (statement, _) in enumerate(along)
-    )
     found = rows(
-        f"WITH counter AS ({counter}), {also}inserted AS ("
+        f"WITH {_with(counter, along)}, inserted AS ("
         f"INSERT INTO {table(type(instances[0]))} "
         f"({_columns([numbered, *fields])}) "
         f"SELECT counter.last - {count} + v.n, {', '.join(f'v.{name}' for name in names[1:])} "
@@ -207,6 +201,34 @@ def insert_numbered(
         setattr(instance, numbered.attname, number)
         _inserted(instance, by_number[number])
     return tuple(found[0][2:])
+
+
+def update_with(counter: str, params: Sequence[Any], *, along: Along = ()) -> tuple[Any, ...]:
+    """Run `counter`, an UPDATE … RETURNING of one row, and then the writes `along` it, as
+    insert_numbered does without rows to insert: one statement on PostgreSQL, in a transaction
+    of its own elsewhere if the caller has none. Returns the row `counter` returned."""
+    along_params = [value for _, statement_params in along for value in statement_params]
+    if connection.vendor != "postgresql":
+        with transaction.atomic(savepoint=False):
+            (row,) = rows(counter, params)
+            for statement, statement_params in along:
+                rows(statement.format(source=""), statement_params)
+        return row
+    (row,) = rows(f"WITH {_with(counter, along)} SELECT * FROM counter", [*params, *along_params])
+    return row
+
+
+def _with(counter: str, along: Along) -> str:
+    """The WITH list of the counter and the statements `along` it, each reading its row."""
+    return ", ".join(
+        [
+            f"counter AS ({counter})",
+            *(
+                f"along{index} AS ({statement.format(source=_AFTER_COUNTER)})"
+                for index, (statement, _) in enumerate(along)
+            ),
+        ]
+    )
 
 
 # Where `along` reads the counter's row on PostgreSQL: none of its columns, only that it is

@@ -25,8 +25,7 @@ from planner_ui.selectors.tools import tools_for_step
 
 from . import sql
 from .approvals import approval_find
-from .broadcast import messages_held
-from .events import event_append, events_at_end
+from .events import event_append, events_at_end, events_held
 from .files import workspace_checkout, workspace_drop
 from .gate import tool_context, tool_runner
 from .leases import step_heartbeat
@@ -165,7 +164,7 @@ def step_execute(
         carried_from = step_id
     while step is not None:
         began = time.monotonic()
-        with step_heartbeat(run_id, step.step_id, worker), messages_held():
+        with step_heartbeat(run_id, step.step_id, worker), events_held():
             carry_on = began - started < carry_for_s
             carried = _execute(step, worker, carry_on=carry_on)
         if carried_from:

@@ -19,6 +19,7 @@ from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import ModelCall, Run, Step
 from planner_ui.providers.metered import CallRecord
 from planner_ui.services.accounting import call_record
+from planner_ui.services.events import event_append, events_held
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 
 from .test_runs import drive, planned
@@ -181,7 +182,9 @@ def test_a_failed_call_is_recorded_with_its_error(make_user, settings):
     assert "Cannot reach" in call.error and call.error in run.error
 
 
-def test_a_calls_record_is_one_statement_on_postgresql(make_user):
+# As a worker runs it, outside a transaction: one that is open could still roll the call back.
+@pytest.mark.django_db(transaction=True)
+def test_a_steps_call_is_one_statement_on_postgresql_and_its_event_goes_with_the_next(make_user):
     run = Run.objects.create(owner=make_user(), task="t", status=RunStatus.RUNNING)
     Step.objects.create(run=run, step_id="a", title="a", instruction="x", role="writer")
     call = CallRecord(
@@ -193,13 +196,16 @@ def test_a_calls_record_is_one_statement_on_postgresql(make_user):
         stop_reason="end_turn",
     )
     budget = run.budget  # as a step's metered provider passes it, read once per step
-    with CaptureQueriesContext(connection) as queries:
-        call_record(run.pk, "a", call, budget=budget)
-        # A call of no step's (the planner's) adds to the run only.
-        call_record(run.pk, "", call, budget=budget)
-    if connection.vendor == "postgresql":
-        # The call, its step's and run's totals and its event, with no BEGIN and COMMIT around.
-        assert len(queries) == 2, [q["sql"] for q in queries]
+    with events_held():
+        with CaptureQueriesContext(connection) as queries:
+            call_record(run.pk, "a", call, budget=budget)
+        if connection.vendor == "postgresql":
+            # The call and its step's and run's totals, with no BEGIN and COMMIT around.
+            assert len(queries) == 1, [q["sql"] for q in queries]
+        assert not run.events.exists()  # its event waits for the step's next
+        event_append(run.pk, "step.skipped", {"reason": "the run was cancelled"}, step_id="a")
+    # A call of no step's (the planner's) adds to the run only; its event is stored at once.
+    call_record(run.pk, "", call, budget=budget)
     run.refresh_from_db()
     step = run.steps.get()
     assert (run.tokens_in, run.tokens_out, run.tokens_cache_read, run.model_calls) == (
@@ -218,6 +224,7 @@ def test_a_calls_record_is_one_statement_on_postgresql(make_user):
     assert recorded == [("a", 30, 250), ("", 30, 250)]
     assert list(run.events.values_list("seq", "type", "step_id")) == [
         (1, "model.call", "a"),
-        (2, "model.call", ""),
+        (2, "step.skipped", "a"),
+        (3, "model.call", ""),
     ]
-    assert run.last_event_seq == 2
+    assert run.last_event_seq == 3

@@ -7,7 +7,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from planner_ui.models import Run, RunEvent
-from planner_ui.services.events import event_append, events_append, events_at_end
+from planner_ui.services.events import event_append, events_append, events_at_end, events_held
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db(transaction=True)]
 
@@ -56,3 +56,54 @@ def test_events_appended_outside_a_transaction_are_stored_together(make_user):
         (2, 1),
         (3, 2),
     ]
+
+
+def _logged(run: Run) -> list[tuple[int, int]]:
+    return list(RunEvent.objects.filter(run=run).values_list("seq", "payload__attempt"))
+
+
+def _hold(run: Run, attempt: int) -> list[RunEvent]:
+    return events_append(run.pk, [("plan.invalid", _invalid(attempt), "")], hold=True)
+
+
+def test_a_held_event_is_stored_just_before_the_next_events_of_its_run(make_user):
+    owner = make_user()
+    run, other = (Run.objects.create(owner=owner, task=t) for t in ("t", "u"))
+    with events_held():
+        assert _hold(run, 1) == []
+        event_append(other.pk, "plan.invalid", _invalid(9))  # another run's does not take it
+        assert _logged(run) == []
+        event_append(run.pk, "plan.invalid", _invalid(2))
+        assert _logged(run) == [(1, 1), (2, 2)]
+        event_append(run.pk, "plan.invalid", _invalid(3))
+    assert _logged(run) == [(1, 1), (2, 2), (3, 3)]
+    assert _logged(other) == [(1, 9)]
+
+
+def test_a_held_event_goes_into_the_next_transactions_events(make_user):
+    run = Run.objects.create(owner=make_user(), task="t")
+    with events_held():
+        _hold(run, 1)
+        with transaction.atomic(), events_at_end(run.pk):
+            event_append(run.pk, "plan.invalid", _invalid(2))
+            assert _logged(run) == []
+    assert _logged(run) == [(1, 1), (2, 2)]
+
+
+def test_what_is_still_held_is_stored_when_the_block_ends(make_user):
+    run = Run.objects.create(owner=make_user(), task="t")
+    with events_held():
+        _hold(run, 1)
+        _hold(run, 2)
+        assert _logged(run) == []
+    assert _logged(run) == [(1, 1), (2, 2)]
+
+
+def test_nothing_is_held_outside_a_block_nor_inside_a_transaction(make_user):
+    run = Run.objects.create(owner=make_user(), task="t")
+    _hold(run, 1)
+    assert _logged(run) == [(1, 1)]
+    with events_held():
+        with transaction.atomic():  # it could roll back what the event tells of
+            _hold(run, 2)
+        assert _logged(run) == [(1, 1), (2, 2)]

@@ -95,6 +95,29 @@ def test_insert_numbered_writes_what_goes_along_with_it_in_the_same_change(run):
     assert RunEvent.objects.get(run=run).seq == event.seq == 1
 
 
+def test_update_with_changes_a_row_and_what_goes_along_with_it_in_one_change(run):
+    call = ModelCall(run_id=run.pk, purpose="planner", role="planner", provider="p", model="m")
+    step = step_of(run)
+    with CaptureQueriesContext(connection) as queries:
+        returned = sql.update_with(
+            f"UPDATE {sql.table(Run)} SET tokens_in = tokens_in + %s WHERE id = %s "
+            "RETURNING tokens_in, status",
+            [7, run.pk],
+            along=[
+                sql.insert_select(call),
+                (
+                    f"UPDATE {sql.table(Step)} SET attempts = attempts + 1{{source}} WHERE id = %s",
+                    [step.pk],
+                ),
+            ],
+        )
+    assert tuple(returned) == (7, run.status)
+    if connection.vendor == "postgresql":
+        assert len(queries) == 1, [q["sql"] for q in queries]
+    step.refresh_from_db()
+    assert (ModelCall.objects.get(run=run).purpose, step.attempts) == ("planner", 1)
+
+
 def test_insert_keeps_a_null_decimal_null(run):
     call = ModelCall(run_id=run.pk, purpose="planner", role="planner", provider="p", model="m")
     sql.insert(call)
