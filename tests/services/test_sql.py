@@ -58,6 +58,17 @@ def test_insert_numbered_numbers_on_from_the_counter_and_returns_its_row(run):
     assert all(not e._state.adding and e.created_at for e in events)
 
 
+def _call_and_attempt(call: ModelCall, step: Step) -> sql.Along:
+    """Two writes that go along: the call's row, and one more attempt of the step."""
+    return [
+        sql.insert_select(call),
+        (
+            f"UPDATE {sql.table(Step)} SET attempts = attempts + 1{{source}} WHERE id = %s",
+            [step.pk],
+        ),
+    ]
+
+
 def test_insert_numbered_writes_what_goes_along_with_it_in_the_same_change(run):
     call = ModelCall(
         run_id=run.pk, purpose="planner", role="planner", provider="offline", model="m"
@@ -72,13 +83,7 @@ def test_insert_numbered_writes_what_goes_along_with_it_in_the_same_change(run):
             f"UPDATE {sql.table(Run)} SET last_event_seq = last_event_seq + 1, "
             "tokens_in = tokens_in + %s WHERE id = %s RETURNING last_event_seq AS last, tokens_in",
             [7, run.pk],
-            along=[
-                sql.insert_select(call),
-                (
-                    f"UPDATE {sql.table(Step)} SET attempts = attempts + 1{{source}} WHERE id = %s",
-                    [step.pk],
-                ),
-            ],
+            along=_call_and_attempt(call, step),
         )
     assert counted == (1, 7)
     if connection.vendor == "postgresql":
@@ -103,13 +108,7 @@ def test_update_with_changes_a_row_and_what_goes_along_with_it_in_one_change(run
             f"UPDATE {sql.table(Run)} SET tokens_in = tokens_in + %s WHERE id = %s "
             "RETURNING tokens_in, status",
             [7, run.pk],
-            along=[
-                sql.insert_select(call),
-                (
-                    f"UPDATE {sql.table(Step)} SET attempts = attempts + 1{{source}} WHERE id = %s",
-                    [step.pk],
-                ),
-            ],
+            along=_call_and_attempt(call, step),
         )
     assert tuple(returned) == (7, run.status)
     if connection.vendor == "postgresql":
