@@ -132,7 +132,7 @@ def _inserted(instance: models.Model, key: Any) -> None:
 
 def insert_select(instance: models.Model) -> tuple[str, list[Any]]:
     """An INSERT of one new instance as `insert` makes it, written as INSERT … SELECT with
-    `{source}` where a FROM may go (insert_numbered's `along`); its key is not read back."""
+    `{source}` where a FROM may go (update_with's `along`); its key is not read back."""
     fields = _written(instance._meta)
     return (
         f"INSERT INTO {table(type(instance))} ({_columns(fields)}) "
@@ -141,31 +141,18 @@ def insert_select(instance: models.Model) -> tuple[str, list[Any]]:
     )
 
 
-# What insert_numbered's `along` holds: statements with "{source}" where a FROM may go.
-Along = Sequence[tuple[str, Sequence[Any]]]
-
-
 def insert_numbered(
-    instances: Sequence[models.Model],
-    field: str,
-    counter: str,
-    params: Sequence[Any],
-    *,
-    along: Along = (),
+    instances: Sequence[models.Model], field: str, counter: str, params: Sequence[Any]
 ) -> tuple[Any, ...]:
     """Insert new instances of one model with `field` numbered on from a counter, in their
     order: `counter` is an UPDATE … RETURNING whose first column, named `last`, is the counter
-    once it has added len(instances); its row is returned. `along` are more writes of the
-    same change, each run after the counter.
+    once it has added len(instances); its row is returned.
 
-    On PostgreSQL all of it is one statement (the UPDATE in a WITH; each of `along` reads
-    the counter's row, so it runs after the counter and locks its rows after the counter's,
-    in the order every writer of a run takes them, the run's row first). Every transaction
-    that appends to a run's event log queues for that row, so it is held that many round trips
-    less; and, being one statement, it needs no BEGIN and COMMIT where the caller has no
+    On PostgreSQL both are one statement (the UPDATE in a WITH). Every transaction that
+    appends to a run's event log queues for the counter's row, so it is held that many round
+    trips less; and, being one statement, it needs no BEGIN and COMMIT where the caller has no
     transaction open. Elsewhere the statements run in a transaction of their own if the caller
-    has none. None of `along` may write the counter's row: of two changes to one row in one
-    statement, PostgreSQL keeps one."""
+    has none."""
     meta = instances[0]._meta
     numbered = meta.get_field(field)
     fields = _written(meta, numbered)
@@ -174,7 +161,7 @@ def insert_numbered(
         fields, instances
     ):
         with transaction.atomic(savepoint=False):  # nothing more where one is open already
-            last, *rest = update_with(counter, params, along=along)
+            ((last, *rest),) = rows(counter, params)
             for number, instance in enumerate(instances, start=last - count + 1):
                 setattr(instance, numbered.attname, number)
             insert_many(instances)
@@ -186,14 +173,14 @@ def insert_numbered(
     names = ["n", *(f"c{i}" for i in range(len(fields)))]
     row = f"({marks(len(names))})"
     found = rows(
-        f"WITH {_with(counter, along)}, inserted AS ("
+        f"WITH counter AS ({counter}), inserted AS ("
         f"INSERT INTO {table(type(instances[0]))} "
         f"({_columns([numbered, *fields])}) "
         f"SELECT counter.last - {count} + v.n, {', '.join(f'v.{name}' for name in names[1:])} "
         f"FROM counter, (VALUES {', '.join([row] * count)}) AS v({', '.join(names)}) "
         f"RETURNING {quote(meta.pk.column)}, {quote(numbered.column)}) "
         "SELECT inserted.*, counter.* FROM inserted, counter",
-        [*params, *(value for _, statement_params in along for value in statement_params), *values],
+        [*params, *values],
     )
     by_number = {number: key for key, number, *_ in found}
     first = found[0][2] - count + 1
@@ -203,32 +190,35 @@ def insert_numbered(
     return tuple(found[0][2:])
 
 
+# What update_with's `along` holds: statements with "{source}" where a FROM may go.
+Along = Sequence[tuple[str, Sequence[Any]]]
+
+
 def update_with(counter: str, params: Sequence[Any], *, along: Along = ()) -> tuple[Any, ...]:
-    """Run `counter`, an UPDATE … RETURNING of one row, and then the writes `along` it, as
-    insert_numbered does without rows to insert: one statement on PostgreSQL, in a transaction
-    of its own elsewhere if the caller has none. Returns the row `counter` returned."""
-    along_params = [value for _, statement_params in along for value in statement_params]
+    """Run `counter`, an UPDATE … RETURNING of one row, and then the writes `along` it, as one
+    change; returns the row `counter` returned.
+
+    On PostgreSQL it is one statement, with no BEGIN and COMMIT around it where the caller has
+    no transaction open: the UPDATE in a WITH, and each of `along` beside it reading the
+    counter's row, so that it runs after the counter and locks its rows after the counter's,
+    in the order every writer of a run takes them, the run's row first. None of `along` may
+    write the counter's row: of two changes to one row in one statement, PostgreSQL keeps one.
+    Elsewhere the statements run in a transaction of their own if the caller has none."""
     if connection.vendor != "postgresql":
         with transaction.atomic(savepoint=False):
             (row,) = rows(counter, params)
             for statement, statement_params in along:
                 rows(statement.format(source=""), statement_params)
         return row
-    (row,) = rows(f"WITH {_with(counter, along)} SELECT * FROM counter", [*params, *along_params])
-    return row
-
-
-def _with(counter: str, along: Along) -> str:
-    """The WITH list of the counter and the statements `along` it, each reading its row."""
-    return ", ".join(
-        [
-            f"counter AS ({counter})",
-            *(
-                f"along{index} AS ({statement.format(source=_AFTER_COUNTER)})"
-                for index, (statement, _) in enumerate(along)
-            ),
-        ]
+    writes = "".join(
+        f", along{index} AS ({statement.format(source=_AFTER_COUNTER)})"
+        for index, (statement, _) in enumerate(along)
     )
+    (row,) = rows(
+        f"WITH counter AS ({counter}){writes} SELECT * FROM counter",
+        [*params, *(value for _, statement_params in along for value in statement_params)],
+    )
+    return row
 
 
 # Where `along` reads the counter's row on PostgreSQL: none of its columns, only that it is

@@ -58,34 +58,26 @@ def test_insert_numbered_numbers_on_from_the_counter_and_returns_its_row(run):
     assert all(not e._state.adding and e.created_at for e in events)
 
 
-def _call_and_attempt(call: ModelCall, step: Step) -> sql.Along:
-    """Two writes that go along: the call's row, and one more attempt of the step."""
-    return [
-        sql.insert_select(call),
-        (
-            f"UPDATE {sql.table(Step)} SET attempts = attempts + 1{{source}} WHERE id = %s",
-            [step.pk],
-        ),
-    ]
-
-
-def test_insert_numbered_writes_what_goes_along_with_it_in_the_same_change(run):
+def test_update_with_changes_a_row_and_what_goes_along_with_it_in_one_change(run):
     call = ModelCall(
         run_id=run.pk, purpose="planner", role="planner", provider="offline", model="m"
     )
     call.input_tokens = 7
     step = step_of(run)
-    event = RunEvent(run_id=run.pk, seq=0, type="plan.invalid", payload={"n": 1})
     with CaptureQueriesContext(connection) as queries:
-        counted = sql.insert_numbered(
-            [event],
-            "seq",
-            f"UPDATE {sql.table(Run)} SET last_event_seq = last_event_seq + 1, "
-            "tokens_in = tokens_in + %s WHERE id = %s RETURNING last_event_seq AS last, tokens_in",
+        returned = sql.update_with(
+            f"UPDATE {sql.table(Run)} SET tokens_in = tokens_in + %s WHERE id = %s "
+            "RETURNING tokens_in, status",
             [7, run.pk],
-            along=_call_and_attempt(call, step),
+            along=[
+                sql.insert_select(call),
+                (
+                    f"UPDATE {sql.table(Step)} SET attempts = attempts + 1{{source}} WHERE id = %s",
+                    [step.pk],
+                ),
+            ],
         )
-    assert counted == (1, 7)
+    assert tuple(returned) == (7, run.status)
     if connection.vendor == "postgresql":
         assert len(queries) == 1, [q["sql"] for q in queries]
     stored = ModelCall.objects.get(run=run)
@@ -96,25 +88,7 @@ def test_insert_numbered_writes_what_goes_along_with_it_in_the_same_change(run):
     )
     run.refresh_from_db()
     step.refresh_from_db()
-    assert (run.last_event_seq, run.tokens_in, step.attempts) == (1, 7, 1)
-    assert RunEvent.objects.get(run=run).seq == event.seq == 1
-
-
-def test_update_with_changes_a_row_and_what_goes_along_with_it_in_one_change(run):
-    call = ModelCall(run_id=run.pk, purpose="planner", role="planner", provider="p", model="m")
-    step = step_of(run)
-    with CaptureQueriesContext(connection) as queries:
-        returned = sql.update_with(
-            f"UPDATE {sql.table(Run)} SET tokens_in = tokens_in + %s WHERE id = %s "
-            "RETURNING tokens_in, status",
-            [7, run.pk],
-            along=_call_and_attempt(call, step),
-        )
-    assert tuple(returned) == (7, run.status)
-    if connection.vendor == "postgresql":
-        assert len(queries) == 1, [q["sql"] for q in queries]
-    step.refresh_from_db()
-    assert (ModelCall.objects.get(run=run).purpose, step.attempts) == ("planner", 1)
+    assert (run.tokens_in, step.attempts) == (7, 1)
 
 
 def test_insert_keeps_a_null_decimal_null(run):
