@@ -357,15 +357,24 @@ def _medians(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return chosen
 
 
-def _commit() -> str | None:
-    """The code measured: HEAD, marked when the work tree has changes."""
+def _commit(base: Path = BASE_DIR) -> str | None:
+    """The code measured: HEAD, marked when the work tree has changes. The results folder does
+    not count: every invocation rewrites latest.json, which would mark all but the first."""
     try:
         head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=BASE_DIR, capture_output=True, text=True, check=True
+            ["git", "rev-parse", "HEAD"], cwd=base, capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=BASE_DIR,
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":(exclude)bench/results",
+            ],
+            cwd=base,
             capture_output=True,
             text=True,
             check=True,
