@@ -45,7 +45,13 @@ class TaskSend:
 
     def __call__(self, producer: Any) -> None:
         self.task.apply_async(
-            args=self.args, producer=producer, retry=True, retry_policy={"max_retries": 2}
+            args=self.args,
+            producer=producer,
+            retry=True,
+            retry_policy={"max_retries": 2},
+            # What Celery would write with its saferepr, 40 µs a task cheaper (ids and numbers).
+            argsrepr=repr(self.args),
+            kwargsrepr="{}",
         )
 
 

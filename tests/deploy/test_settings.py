@@ -91,3 +91,52 @@ def test_the_broker_is_redis_unless_another_is_named(tmp_path):
     result = settings_of(tmp_path, REDIS_URL="redis://r:6379/2", DJANGO_SECRET_KEY="k")
     assert json.loads(result.stdout)["broker"] == "redis://r:6379/2"
     assert json.loads(result.stdout)["prefix"] == "agentsite"
+
+
+CELERY_PROBE = """
+import json, django
+django.setup()
+from django.conf import settings
+from agentsite.celery import app
+names = sorted(k for k in dir(settings) if k.startswith("CELERY_"))
+print(json.dumps({
+    "unread": [k for k in names if app.conf.get(k[len("CELERY_"):].lower(), "?") != getattr(
+        settings, k) and k[len("CELERY_"):].lower() in app.conf],
+    "broker": app.conf.broker_url,
+    "visibility": app.conf.broker_transport_options["visibility_timeout"],
+    "acks_late": app.conf.task_acks_late,
+    "queue": app.conf.task_default_queue,
+    "reuse": app.conf.get("CELERY_DB_REUSE_MAX"),
+    "serializer": app.conf.task_serializer,
+}))
+"""
+
+
+def test_celery_reads_every_celery_setting_from_the_environment(tmp_path):
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "REDIS_URL", "CELERY_", "EMAIL_", "AGENTSITE_"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="agentsite.settings",
+        AGENTSITE_VAR_DIR=str(tmp_path),
+        REDIS_URL="redis://redis.internal:6379/3",
+        DJANGO_SECRET_KEY="k",
+        CELERY_VISIBILITY_TIMEOUT="77",
+        CELERY_DB_REUSE_MAX="9",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", CELERY_PROBE], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "unread": [],
+        "broker": "redis://redis.internal:6379/3",
+        "visibility": 77,
+        "acks_late": True,
+        "queue": "agentsite",
+        "reuse": 9,
+        "serializer": "json",  # Celery's own default, where Django sets nothing
+    }
