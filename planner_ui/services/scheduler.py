@@ -113,9 +113,19 @@ def dispatch_ready(
     `carry`, the first of them is claimed for the caller to run instead of sent to the queue."""
     if among is not None and not among:
         return []
-    if run.replanning or run.paused_at:
-        return []  # the plan is being revised, or a person paused the run
-    ready = _queue_ready(run.pk, among)
+    if not _may_dispatch(run):
+        return []
+    return _dispatch(run, _queue_ready(run.pk, among), carry)
+
+
+def _may_dispatch(run: Run) -> bool:
+    """Whether steps may start: not while the plan is being revised, or a person paused it."""
+    return not (run.replanning or run.paused_at)
+
+
+def _dispatch(run: Run, ready: list[str], carry: Carry | None) -> list[str]:
+    """Hand steps just moved to queued on: their events, the carried one to the caller, the
+    rest to the queue once the transaction commits."""
     events_append(run.pk, [("step.queued", {}, step_id) for step_id in ready])
     sent = ready
     if carry is not None and ready:
@@ -127,17 +137,46 @@ def dispatch_ready(
     return ready
 
 
-def _count_down(run_id: int, step_ids: list[str]) -> bool:
-    """One dependency fewer to wait on for each of `step_ids`, after one of theirs succeeded;
-    whether any of them is pending (so the run is not over, whether it starts now or not)."""
+def _count_down(run: Run, step_ids: list[str]) -> tuple[list[str], bool]:
+    """One dependency fewer to wait on for each of `step_ids`, after one of theirs succeeded,
+    and those left with none queued in the same UPDATE where the run lets steps start: the
+    steps it queued, in the plan's order, and whether any of `step_ids` still waits (so the run
+    is not over). Counting down and queuing were two statements, each a round trip under the
+    children's row locks on PostgreSQL."""
     if not step_ids:
-        return False
-    counted = sql.rows(
-        f"UPDATE {sql.table(Step)} SET waiting_on = waiting_on - 1 "
-        f"WHERE run_id = %s AND step_id IN ({sql.marks(len(step_ids))}) RETURNING status",
-        [run_id, *step_ids],
+        return [], False
+    table = sql.table(Step)
+    # The children's rows are locked in one order, by step id. Locked in the order each
+    # UPDATE's scan met them, two finishes counting down children they share deadlocked on
+    # PostgreSQL (seen in the benchmark: the server failed one of the finishes a second on).
+    rows_of = (
+        f"id IN (SELECT id FROM {table} WHERE run_id = %s "
+        f"AND step_id IN ({sql.marks(len(step_ids))}) ORDER BY step_id{sql.locking('update')})"
     )
-    return any(status == StepStatus.PENDING for (status,) in counted)
+    if not _may_dispatch(run):
+        counted = sql.rows(
+            f"UPDATE {table} SET waiting_on = waiting_on - 1 WHERE {rows_of} RETURNING status",
+            [run.pk, *step_ids],
+        )
+        return [], any(status == StepStatus.PENDING for (status,) in counted)
+    sources = sorted(s.value for s in step_sources(StepStatus.QUEUED, {StepStatus.PENDING}))
+    # SET reads the row as it was; RETURNING sees it as it is now. A step this statement
+    # queued carries this very queued_at (one queued before by another way keeps its own).
+    becomes = f"waiting_on = 1 AND status IN ({sql.marks(len(sources))})"
+    now = sql.when(timezone.now())
+    counted = sql.rows(
+        f"UPDATE {table} SET waiting_on = waiting_on - 1, "
+        f"status = CASE WHEN {becomes} THEN %s ELSE status END, "
+        f"queued_at = CASE WHEN {becomes} THEN %s ELSE queued_at END "
+        f"WHERE {rows_of} RETURNING step_id, position, status, queued_at = %s",
+        [*sources, StepStatus.QUEUED.value, *sources, now, run.pk, *step_ids, now],
+    )
+    queued = sorted(
+        (position, step_id) for step_id, position, status, moved in counted
+        if moved and status == StepStatus.QUEUED
+    )  # fmt: skip
+    waiting = any(status == StepStatus.PENDING for _, _, status, _ in counted)
+    return [step_id for _, step_id in queued], waiting
 
 
 def _queue_ready(run_id: int, among: list[str] | None) -> list[str]:
@@ -192,8 +231,8 @@ def step_settled(
     if run.status != RunStatus.RUNNING:
         return
     if status == StepStatus.SUCCEEDED:
-        waiting = _count_down(run.pk, dependents)
-        if dispatch_ready(run, among=dependents, carry=carry) or waiting:
+        ready, waiting = _count_down(run, dependents)
+        if _dispatch(run, ready, carry) or waiting:
             return  # what it queued, or what still waits on other steps, is left to run
         if shared:
             # Two last steps that finished side by side would each see the other running.

@@ -1,4 +1,6 @@
-"""When the task queue is unreachable, the run says so instead of waiting forever."""
+"""The scheduler: a step's end counts its dependents down and queues those left with nothing
+to wait on, in one statement; and when the task queue is unreachable, the run says so
+instead of waiting forever."""
 
 from __future__ import annotations
 
@@ -86,3 +88,38 @@ def test_a_run_ends_when_its_last_step_does_whichever_parent_of_a_join_ends_firs
     assert run.error == "step 'a' failed: boom"
     join = run.steps.get(step_id="join")
     assert (join.status, join.error) == (StepStatus.SKIPPED, "not run because step 'a' failed")
+
+
+@pytest.mark.django_db
+def test_a_step_end_counts_down_and_queues_only_what_it_made_ready_in_one_statement(make_user):
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from planner_ui.core.status import StepStatus
+    from planner_ui.models import Step
+    from planner_ui.services.scheduler import _count_down
+    from tests.services.test_concurrency import running_run
+
+    # c waits on a alone, d on a and b; e (on a) was queued already by another way.
+    run = running_run(
+        make_user(), [("a", []), ("b", []), ("e", ["a"]), ("d", ["a", "b"]), ("c", ["a"])]
+    )
+    earlier = timezone.now() - timezone.timedelta(seconds=5)
+    Step.objects.filter(run=run, step_id="e").update(status=StepStatus.QUEUED, queued_at=earlier)
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        ready, waiting = _count_down(run, ["e", "d", "c"])
+    assert len([q for q in queries if q["sql"].startswith("UPDATE")]) == 1
+    assert (ready, waiting) == (["c"], True)  # d still waits on b; e was not queued here
+    steps = {s.step_id: s for s in run.steps.all()}
+    assert (steps["c"].status, steps["c"].waiting_on) == (StepStatus.QUEUED, 0)
+    assert steps["c"].queued_at > earlier
+    assert (steps["d"].status, steps["d"].waiting_on) == (StepStatus.PENDING, 1)
+    assert (steps["e"].status, steps["e"].queued_at) == (StepStatus.QUEUED, earlier)
+
+    # A paused run counts down and queues nothing: resuming queues what became ready.
+    run.paused_at = timezone.now()
+    with transaction.atomic():
+        assert _count_down(run, ["d"]) == ([], True)
+    d = run.steps.get(step_id="d")
+    assert (d.status, d.waiting_on) == (StepStatus.PENDING, 0)
