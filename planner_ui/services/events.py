@@ -119,6 +119,20 @@ def events_held() -> Iterator[None]:
                 log.exception("could not store a held event of run %s", run_id)
 
 
+@contextmanager
+def events_held_again() -> Iterator[None]:
+    """Events held (events_held) that a transaction in the block took and then rolled back are
+    held again, for the next try: a finish that starts over stores them with its end."""
+    pending = _pending.get()
+    saved = list(pending) if pending is not None else []
+    try:
+        yield
+    except BaseException:
+        if pending is not None:
+            pending[:] = saved
+        raise
+
+
 def _take(pending: list[tuple[int, list[Kind]]], run_id: int) -> list[Kind]:
     """The events held for `run_id`, taken out of `pending`, in their order."""
     taken = [kind for held_run, kinds in pending if held_run == run_id for kind in kinds]

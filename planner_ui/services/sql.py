@@ -7,13 +7,20 @@ they changed with `RETURNING`, so no write is followed by a read of the same row
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal, TypeVar
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    OperationalError,
+    connection,
+    connections,
+    models,
+    transaction,
+)
 from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.models.options import Options
 from django.db.models.sql.compiler import SQLCompiler
@@ -21,6 +28,11 @@ from django.utils.dateparse import parse_datetime
 from django.utils.timezone import is_aware, make_aware
 
 _M = TypeVar("_M", bound=models.Model)
+_T = TypeVar("_T")
+
+# What PostgreSQL says when it rolled a transaction back to break a deadlock, or for a
+# serialization conflict: nothing of it was committed, and trying again is what it asks.
+_TRY_AGAIN = {"40P01", "40001"}
 
 
 def table(model: type[models.Model]) -> str:
@@ -297,3 +309,15 @@ def load(model: type[_M], pk: Any, *, fields: tuple[str, ...] | None = None, loc
             value = convert(value, expression, connection)
         values[index] = value
     return model.from_db(connection.alias, names, values)
+
+
+def retried(attempt: Callable[[], _T], *, tries: int = 3) -> _T:
+    """`attempt()`, a whole transaction, run again when the database rolled it back to break
+    a deadlock or a serialization conflict (PostgreSQL); any other error goes through."""
+    for left in range(tries - 1, -1, -1):
+        try:
+            return attempt()
+        except OperationalError as exc:
+            if left == 0 or getattr(exc.__cause__, "sqlstate", None) not in _TRY_AGAIN:
+                raise
+    raise AssertionError("unreachable")

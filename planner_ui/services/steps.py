@@ -25,7 +25,7 @@ from planner_ui.selectors.tools import tools_for_step
 
 from . import sql
 from .approvals import approval_find
-from .events import event_append, events_at_end, events_held
+from .events import event_append, events_at_end, events_held, events_held_again
 from .files import workspace_checkout, workspace_drop
 from .gate import tool_context, tool_runner
 from .leases import step_heartbeat
@@ -383,13 +383,22 @@ def step_finish(
             )
         return True
 
-    try:
-        # A step that succeeded queues its children under a shared lock of its run, so that
-        # the steps of a layer finish side by side (PostgreSQL; SQLite serializes writes
-        # anyway). The synthesis, every plan's last step, closes the run.
-        finished = settle(shared=status == StepStatus.SUCCEEDED and step_id != SYNTHESIS_STEP_ID)
-    except RunChanges:
-        finished = settle(shared=False)  # it closes the run: start over, the run's row held
+    def attempt() -> bool:
+        try:
+            # A step that succeeded queues its children under a shared lock of its run, so
+            # that the steps of a layer finish side by side (PostgreSQL; SQLite serializes
+            # writes anyway). The synthesis, every plan's last step, closes the run.
+            with events_held_again():
+                return settle(
+                    shared=status == StepStatus.SUCCEEDED and step_id != SYNTHESIS_STEP_ID
+                )
+        except RunChanges:
+            with events_held_again():
+                return settle(shared=False)  # it closes the run: start over, its row held
+
+    # A finish the database rolled back to break a deadlock goes again: left unrecorded, its
+    # step would stay running until the sweep took it over and made its calls again.
+    finished = sql.retried(attempt)
     if finished:
         # Outside the transaction: its output is stored, and Redis is not worth holding the lock.
         live_text_clear(run_id, step_id)

@@ -18,7 +18,7 @@ from planner_ui.models import Run, RunEvent, Step
 from planner_ui.providers.metered import CallRecord
 from planner_ui.services import sql
 from planner_ui.services.accounting import call_record
-from planner_ui.services.events import event_append
+from planner_ui.services.events import event_append, events_held
 from planner_ui.services.scheduler import dependencies_count
 from planner_ui.services.steps import step_claim, step_finish
 
@@ -316,3 +316,43 @@ def test_a_model_calls_record_and_a_cancel_at_once_do_not_deadlock(make_user):
     run.refresh_from_db()
     assert (run.status, run.tokens_in, run.model_calls) == (RunStatus.CANCELLED, 30, 1)
     assert list(RunEvent.objects.filter(run=run).values_list("seq", "type")) == [(1, "model.call")]
+
+
+@postgresql_only
+def test_a_finish_the_server_fails_to_break_a_deadlock_goes_again(make_user):
+    # Another transaction holds the child's row, then asks for the finishing step's: each
+    # waits for the other, and the server fails the one that waited first, the finish. It
+    # goes again once the other lets go, rather than leave its step running.
+    run = running_run(make_user(), [("a", []), ("b", []), ("child", ["a", "b"])])
+    holding, finish_waits, errors = threading.Event(), threading.Event(), []
+
+    def hold_child_then_want_a() -> None:
+        try:
+            with transaction.atomic():
+                Step.objects.select_for_update().get(run=run, step_id="child")
+                holding.set()
+                assert finish_waits.wait(timeout=10)
+                time.sleep(0.3)  # the finish is waiting on the child's row by now
+                Step.objects.select_for_update().get(run=run, step_id="a")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            close_old_connections()
+
+    other = threading.Thread(target=hold_child_then_want_a)
+    other.start()
+    assert holding.wait(timeout=10)
+    finish_waits.set()
+    with events_held():  # as a worker runs a step: its call's event waits for its end
+        call_record(run.pk, "a", _offline_call())
+        step_finish(run.pk, "a", outcome=StepOutcome(output="done"))
+    other.join(timeout=30)
+    assert errors == []
+    steps = {s.step_id: s for s in Step.objects.filter(run=run)}
+    assert (steps["a"].status, steps["a"].output) == (StepStatus.SUCCEEDED, "done")
+    assert (steps["child"].status, steps["child"].waiting_on) == (StepStatus.PENDING, 1)
+    # The call's event, taken by the try that was rolled back, went with the one that stuck.
+    assert list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "type")) == [
+        (1, "model.call"),
+        (2, "step.succeeded"),
+    ]
