@@ -105,17 +105,12 @@ class Carry:
         self.pk: int | None = None
 
 
-def dispatch_ready(
-    run: Run, among: list[str] | None = None, *, carry: Carry | None = None
-) -> list[str]:
-    """Queue the pending steps whose dependencies all succeeded: only those `among`, when
-    given (the dependents of a step that just succeeded), else every step of the run. With
-    `carry`, the first of them is claimed for the caller to run instead of sent to the queue."""
-    if among is not None and not among:
-        return []
+def dispatch_ready(run: Run) -> list[str]:
+    """Queue the run's pending steps whose dependencies all succeeded (a step's end queues
+    its own dependents as it counts them down: _count_down)."""
     if not _may_dispatch(run):
         return []
-    return _dispatch(run, _queue_ready(run.pk, among), carry)
+    return _dispatch(run, _queue_ready(run.pk), None)
 
 
 def _may_dispatch(run: Run) -> bool:
@@ -135,6 +130,10 @@ def _dispatch(run: Run, ready: list[str], carry: Carry | None) -> list[str]:
     for step_id in sent:
         _enqueue(run.pk, tasks.execute_step, run.pk, step_id)
     return ready
+
+
+# The statuses a step is queued from (pending), as the transition table allows.
+_QUEUED_FROM = sorted(s.value for s in step_sources(StepStatus.QUEUED, {StepStatus.PENDING}))
 
 
 def _count_down(run: Run, step_ids: list[str]) -> tuple[list[str], bool]:
@@ -159,40 +158,32 @@ def _count_down(run: Run, step_ids: list[str]) -> tuple[list[str], bool]:
             [run.pk, *step_ids],
         )
         return [], any(status == StepStatus.PENDING for (status,) in counted)
-    sources = sorted(s.value for s in step_sources(StepStatus.QUEUED, {StepStatus.PENDING}))
     # SET reads the row as it was; RETURNING sees it as it is now. A step this statement
     # queued carries this very queued_at (one queued before by another way keeps its own).
-    becomes = f"waiting_on = 1 AND status IN ({sql.marks(len(sources))})"
+    becomes = f"waiting_on = 1 AND status IN ({sql.marks(len(_QUEUED_FROM))})"
     now = sql.when(timezone.now())
     counted = sql.rows(
         f"UPDATE {table} SET waiting_on = waiting_on - 1, "
         f"status = CASE WHEN {becomes} THEN %s ELSE status END, "
         f"queued_at = CASE WHEN {becomes} THEN %s ELSE queued_at END "
         f"WHERE {rows_of} RETURNING step_id, position, status, queued_at = %s",
-        [*sources, StepStatus.QUEUED.value, *sources, now, run.pk, *step_ids, now],
+        [*_QUEUED_FROM, StepStatus.QUEUED.value, *_QUEUED_FROM, now, run.pk, *step_ids, now],
     )
-    queued = sorted(
-        (position, step_id) for step_id, position, status, moved in counted
-        if moved and status == StepStatus.QUEUED
-    )  # fmt: skip
+    queued = sorted((position, step_id) for step_id, position, _, moved in counted if moved)
     waiting = any(status == StepStatus.PENDING for _, _, status, _ in counted)
     return [step_id for _, step_id in queued], waiting
 
 
-def _queue_ready(run_id: int, among: list[str] | None) -> list[str]:
-    """Move the run's pending steps with no dependency left to wait on (only those `among`,
-    when given) to queued, in one conditional UPDATE that says which moved: two parents that
-    finish at once can never queue the same child twice. In the plan's order."""
-    sources = sorted(s.value for s in step_sources(StepStatus.QUEUED, {StepStatus.PENDING}))
-    statement = (
+def _queue_ready(run_id: int) -> list[str]:
+    """Move the run's pending steps with no dependency left to wait on to queued, in one
+    conditional UPDATE that says which moved: two callers at once can never queue the same step
+    twice. In the plan's order."""
+    moved = sql.rows(
         f"UPDATE {sql.table(Step)} SET status = %s, queued_at = %s "
-        f"WHERE run_id = %s AND waiting_on = 0 AND status IN ({sql.marks(len(sources))})"
+        f"WHERE run_id = %s AND waiting_on = 0 AND status IN ({sql.marks(len(_QUEUED_FROM))}) "
+        "RETURNING step_id, position",
+        [StepStatus.QUEUED.value, sql.when(timezone.now()), run_id, *_QUEUED_FROM],
     )
-    params: list[Any] = [StepStatus.QUEUED.value, sql.when(timezone.now()), run_id, *sources]
-    if among is not None:
-        statement += f" AND step_id IN ({sql.marks(len(among))})"
-        params += among
-    moved = sql.rows(statement + " RETURNING step_id, position", params)
     return [step_id for step_id, _ in sorted(moved, key=lambda row: (row[1], row[0]))]
 
 

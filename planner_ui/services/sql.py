@@ -314,10 +314,10 @@ def load(model: type[_M], pk: Any, *, fields: tuple[str, ...] | None = None, loc
 def retried(attempt: Callable[[], _T], *, tries: int = 3) -> _T:
     """`attempt()`, a whole transaction, run again when the database rolled it back to break
     a deadlock or a serialization conflict (PostgreSQL); any other error goes through."""
-    for left in range(tries - 1, -1, -1):
+    for _ in range(tries - 1):
         try:
             return attempt()
         except OperationalError as exc:
-            if left == 0 or getattr(exc.__cause__, "sqlstate", None) not in _TRY_AGAIN:
+            if getattr(exc.__cause__, "sqlstate", None) not in _TRY_AGAIN:
                 raise
-    raise AssertionError("unreachable")
+    return attempt()

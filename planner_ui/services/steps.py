@@ -341,7 +341,12 @@ def step_finish(
         """One try, in a transaction: whether it recorded the step's end."""
         if carry is not None:
             carry.pk = None  # what a try that started over claimed was rolled back
-        with transaction.atomic(), events_at_end(run_id) if shared else nullcontext():
+        # A try rolled back gives back the held events it took, for the next one.
+        with (
+            events_held_again(),
+            transaction.atomic(),
+            events_at_end(run_id) if shared else nullcontext(),
+        ):
             run = _run_state(run_id, lock="key share" if shared else "update")
             now = timezone.now()
             params = [status.value, sql.when(now), model, text, run_id, step_id, source.value]
@@ -388,13 +393,9 @@ def step_finish(
             # A step that succeeded queues its children under a shared lock of its run, so
             # that the steps of a layer finish side by side (PostgreSQL; SQLite serializes
             # writes anyway). The synthesis, every plan's last step, closes the run.
-            with events_held_again():
-                return settle(
-                    shared=status == StepStatus.SUCCEEDED and step_id != SYNTHESIS_STEP_ID
-                )
+            return settle(shared=status == StepStatus.SUCCEEDED and step_id != SYNTHESIS_STEP_ID)
         except RunChanges:
-            with events_held_again():
-                return settle(shared=False)  # it closes the run: start over, its row held
+            return settle(shared=False)  # it closes the run: start over, the run's row held
 
     # A finish the database rolled back to break a deadlock goes again: left unrecorded, its
     # step would stay running until the sweep took it over and made its calls again.
