@@ -7,6 +7,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     AGENTSITE_VAR_DIR=/var/lib/agentsite \
     PORT=8000
 
+# bubblewrap: the sandbox of the command tools (shell, python); without it they are not offered.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /app
 COPY pyproject.toml manage.py ./
 COPY agentsite ./agentsite

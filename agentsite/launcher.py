@@ -25,6 +25,7 @@ from types import FrameType
 from urllib.parse import urlsplit, urlunsplit
 
 from agentsite import embedded
+from planner_ui.tools.sandbox import commands_from_environment
 
 BASE_DIR = embedded.BASE_DIR
 WORKER_START_TIMEOUT_S = 60.0
@@ -305,6 +306,7 @@ def _print_banner(url: str, login: str, log_paths: list[Path]) -> None:
     _say(
         f"\n{rule}\n"
         f"  agentsite is running at {url}\n"
+        f"  {commands_from_environment().describe()}\n"
         f"  {login_line}\n"
         f"  Logs: {', '.join(str(path) for path in log_paths)}\n"
         f"        (warnings and errors are shown here too)\n"

@@ -18,6 +18,7 @@ from planner_ui.core.messages import (
 from planner_ui.core.prompt_contract import REPORT_FAILURE_TOOL, STEP_FAILED_PATTERN
 from planner_ui.providers.base import Provider
 from planner_ui.tools import REGISTRY, Tool, ToolContext
+from planner_ui.tools.command import CommandTool
 
 from .checkpoint import Checkpoint
 from .prompts import executor_message, executor_system
@@ -168,10 +169,8 @@ def run_step(
                     raise StepPaused(state, call) from None
             if len(content) > MAX_TOOL_RESULT_CHARS:
                 content = content[:MAX_TOOL_RESULT_CHARS] + "\n[truncated]"
-            on_event(
-                "step.tool_result",
-                {"call_id": call.id, "tool": call.name, "content": content, "is_error": is_error},
-            )
+            result = {"call_id": call.id, "tool": call.name, "content": content}
+            on_event("step.tool_result", {**result, "is_error": is_error, **_confined(tool)})
             state.results.append(ToolResult(call.id, content, is_error))
             state.tool_calls += 1
             if state.pending_calls:
@@ -274,6 +273,11 @@ def _refusing_irreversible(ctx: ToolContext) -> ToolRunner:
         return call_tool(tool, call.arguments, ctx)
 
     return run_call
+
+
+def _confined(tool: Tool | None) -> dict[str, bool]:
+    """For a command tool's result, whether the command ran in a sandbox (the step card says)."""
+    return {"sandboxed": tool.sandboxed} if isinstance(tool, CommandTool) else {}
 
 
 def call_tool(tool: Tool, arguments: Any, ctx: ToolContext) -> tuple[str, bool]:

@@ -133,6 +133,8 @@ class ToolResultPayload(TypedDict):
     tool: str
     content: str
     is_error: bool
+    # A command tool's result: whether the command ran in the sandbox.
+    sandboxed: NotRequired[bool]
 
 
 class StepWaitingPayload(TypedDict):

@@ -1,4 +1,8 @@
-"""The tool registry: every tool an executor can be granted, by name."""
+"""The tool registry: every tool an executor can be granted, by name.
+
+The command tools (`shell`, `python`) are in it only where they can run as AGENTSITE_SHELL says
+(tools.sandbox): COMMANDS tells how they run, or why they are not offered.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +13,16 @@ from .email import SendEmail
 from .fetch import FetchUrl
 from .files import ListFiles, ReadFile, WriteFile
 from .http_post import HttpPost
+from .python_code import PythonCode
+from .sandbox import Commands, commands_from_environment
 from .shell import Shell
 
-__all__ = ["REGISTRY", "Tool", "ToolContext", "get_tool", "tool_names"]
+__all__ = ["COMMANDS", "REGISTRY", "Tool", "ToolContext", "get_tool", "registry", "tool_names"]
 
-REGISTRY: dict[str, Tool] = {
-    tool.name: tool
-    for tool in (
+
+def registry(commands: Commands) -> dict[str, Tool]:
+    """Every built-in tool, with the command tools only where `commands` offers them."""
+    tools: list[Tool] = [
         Calculator(),
         ReadFile(),
         WriteFile(),
@@ -24,9 +31,15 @@ REGISTRY: dict[str, Tool] = {
         FetchUrl(),
         HttpPost(),
         SendEmail(),
-        Shell(),
-    )
-}
+    ]
+    if commands.confinement is not None:
+        tools += [Shell(commands.confinement), PythonCode(commands.confinement)]
+    return {tool.name: tool for tool in tools}
+
+
+# Decided once per process, at import: a probe starts one real sandbox (about 10 ms).
+COMMANDS = commands_from_environment()
+REGISTRY: dict[str, Tool] = registry(COMMANDS)
 
 
 def tool_names() -> list[str]:

@@ -40,10 +40,11 @@ class ToolContext:
 
 
 class _DerivedFromEffect:
-    """`irreversible`, read off the class's effect so the two can never disagree."""
+    """`irreversible`, read off the tool's effect so the two can never disagree (a command tool's
+    effect is its instance's: it follows from the sandbox it runs in)."""
 
     def __get__(self, instance: Tool | None, owner: type[Tool]) -> bool:
-        return owner.effect in IRREVERSIBLE_EFFECTS
+        return (owner if instance is None else instance).effect in IRREVERSIBLE_EFFECTS
 
 
 class Tool(ABC):

@@ -49,7 +49,7 @@ from planner_ui.selectors.workers import workers_alive
 from planner_ui.services.plans import PlanConflict
 from planner_ui.services.providers import routes_for_run
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
-from planner_ui.tools import REGISTRY, Tool
+from planner_ui.tools import COMMANDS, REGISTRY, Tool
 
 RUNS_PER_PAGE = 20
 # A refresh asks for the cards of the steps that changed since the last one; a plan holds at
@@ -73,7 +73,7 @@ class TaskForm(forms.Form):
     )
     tool_policy = forms.ChoiceField(
         choices=[
-            (PolicyMode.ASK, "Ask me before every irreversible call (send, post, delete, shell)"),
+            (PolicyMode.ASK, "Ask me before every irreversible call (send, post, delete, ...)"),
             (PolicyMode.AUTO, "Run the tools ticked below without asking; ask for the others"),
             (PolicyMode.DRY_RUN, "Dry run: record irreversible calls, perform none"),
         ],
@@ -184,6 +184,8 @@ def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
         # The form still takes a task without a worker: it waits, and the person is told.
         "workers": workers_alive(),
         "worker_alive_s": round(settings.AGENTSITE_WORKER_ALIVE_S),
+        # Whether shell and python are offered, and how they run (or why not).
+        "commands": COMMANDS,
     }
 
 

@@ -84,6 +84,8 @@ def test_make_run_starts_on_a_bare_environment_and_runs_a_task(launched) -> None
     assert all(check["ok"] for check in ready["checks"].values()), ready
     # The embedded default made its own secret key and database, in its own folder.
     assert (var_dir / "secret_key").exists() and (var_dir / "agentsite.sqlite3").exists()
+    # bubblewrap is installed here (make test sees to it): the command tools run in its sandbox.
+    assert "shell and python run sandboxed (bubblewrap: no network" in printed
     report = _submit(base, printed, {"task": "Compute 1500 * 0.2 + 75", "auto_approve": "on"})
     assert report["status"] == "succeeded", report
     assert "375" in report["result"]
@@ -180,3 +182,30 @@ def _submit(base: str, printed: str, fields: dict[str, str]) -> dict:
             return report
         time.sleep(0.5)
     return report
+
+
+@pytest.mark.parametrize(
+    ("environment", "line"),
+    [
+        ({"AGENTSITE_SHELL": "off"}, "shell and python are not offered: AGENTSITE_SHELL is off"),
+        (
+            {"AGENTSITE_BWRAP": "/nonexistent/bwrap"},
+            "shell and python are not offered: no sandbox: bubblewrap ('/nonexistent/bwrap') is "
+            "not installed (Debian/Ubuntu: apt-get install bubblewrap)",
+        ),
+        (
+            {"AGENTSITE_SHELL": "unsandboxed"},
+            "WARNING: shell and python run UNSANDBOXED: AGENTSITE_SHELL=unsandboxed: a command "
+            "can read and change everything the server's user can; every call waits for a person",
+        ),
+    ],
+)
+def test_the_startup_banner_says_how_commands_run_or_why_not(
+    environment, line, monkeypatch, capsys
+) -> None:
+    from agentsite.launcher import _print_banner
+
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    _print_banner("http://127.0.0.1:8000", "Log in as demo / pw", [Path("var/run.log")])
+    assert f"  {line}\n  Log in as demo / pw\n" in capsys.readouterr().out

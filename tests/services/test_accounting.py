@@ -13,7 +13,6 @@ from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
 from planner_ui.core.messages import Usage
-from planner_ui.core.pricing import dollars
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import ModelCall, Run, Step
@@ -127,7 +126,8 @@ def test_a_budget_in_dollars_stops_the_run(make_user, settings):
     budget = planned(user, TASK).cost_usd.quantize(Decimal("0.0001"), ROUND_UP) + Decimal("0.0001")
     run = finished(user, budget_usd=budget)
     assert run.status == RunStatus.FAILED
-    assert run.error.startswith(f"Stopped because its budget of {dollars(budget, 4)} is spent ($")
+    # The budget is said as it was given, without trailing zeros ($0.011, not $0.0110).
+    assert run.error.startswith(f"Stopped because its budget of ${budget.normalize()} is spent ($")
     assert run.cost_usd >= budget
     assert run.calls.exclude(step_id="").count() == 1
 

@@ -1,4 +1,7 @@
-"""shell: real /bin/sh processes in a real workspace, down to the grandchildren on a timeout."""
+"""shell: real /bin/sh processes in a real workspace, down to the grandchildren on a timeout.
+
+These run the command unsandboxed (AGENTSITE_SHELL=unsandboxed), where the process mechanics can be
+seen from outside: pids, paths. What the sandbox adds is tests/tools/test_sandbox.py's."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import pytest
 from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ToolError
 from planner_ui.tools import ToolContext
+from planner_ui.tools.sandbox import Unconfined
 from planner_ui.tools.shell import Shell
 
 
@@ -21,7 +25,7 @@ def workspace(tmp_path: Path) -> Path:
 
 def run(command: str, workspace: Path, **settings: Any) -> str:
     ctx = ToolContext(run_id=1, step_id="sh", workspace=workspace, settings=settings)
-    return Shell().call({"command": command}, ctx)
+    return Shell(Unconfined()).call({"command": command}, ctx)
 
 
 def run_error(command: str, workspace: Path, **settings: Any) -> str:
@@ -53,7 +57,12 @@ def pids_in(workspace: Path, *names: str) -> list[int]:
     return [int((workspace / name).read_text()) for name in names]
 
 
-def test_the_tool_executes_so_it_is_irreversible() -> None:
+def test_unsandboxed_the_tool_executes_so_it_is_irreversible() -> None:
+    shell = Shell(Unconfined())
+    assert shell.effect is Effect.EXECUTE
+    assert shell.irreversible is True
+    assert shell.description.endswith("Irreversible.")
+    # Read off the class (no confinement known), it is the gated one.
     assert Shell.effect is Effect.EXECUTE
     assert Shell.irreversible is True
 
@@ -159,6 +168,6 @@ def test_background_jobs_do_not_outlive_the_call(workspace: Path, command: str) 
 def test_bad_arguments_are_named(workspace: Path, arguments: Any, message: str) -> None:
     ctx = ToolContext(run_id=1, step_id="sh", workspace=workspace)
     with pytest.raises(ToolError) as caught:
-        Shell().call(arguments, ctx)
+        Shell(Unconfined()).call(arguments, ctx)
     assert str(caught.value) == message
     assert not workspace.exists()

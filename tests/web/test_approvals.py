@@ -112,8 +112,14 @@ def test_cancel_from_the_page(client_alice, waiting):
 def test_the_form_offers_the_policies_and_the_irreversible_tools(client_alice):
     page = client_alice.get(reverse("home")).content.decode()
     assert 'name="tool_policy" value="ask"' in page and "checked" in page
-    for tool in ("send_email", "http_post", "shell", "delete_file"):
+    for tool in ("send_email", "http_post", "delete_file"):
         assert f'name="auto_tools" value="{tool}"' in page
+    # Sandboxed commands are not irreversible: nothing to ask about, and the form says so.
+    assert 'name="auto_tools" value="shell"' not in page
+    assert (
+        "Shell and python run sandboxed (bubblewrap: no network, only the run&#x27;s workspace "
+        "writable): they run without asking."
+    ) in page
     response = client_alice.post(
         reverse("run_new"),
         {"task": TASK, "tool_policy": "auto", "auto_tools": ["send_email"]},

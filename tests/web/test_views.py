@@ -178,3 +178,24 @@ def test_another_user_cannot_start_a_baseline_or_compare(client_alice, make_user
     assert client_alice.post(reverse("run_baseline", args=[bob_run.pk])).status_code == 404
     assert client_alice.get(reverse("run_compare", args=[bob_run.pk])).status_code == 404
     assert not Run.objects.filter(baseline_of=bob_run).exists()
+
+
+def test_a_step_card_says_whether_each_command_ran_sandboxed(client_alice, alice):
+    from planner_ui.services.events import events_append
+
+    run = Run.objects.create(owner=alice, task="Run `ls`")
+    run_plan(run.pk)
+    step_id = run.steps.first().step_id
+    result = {"tool": "shell", "content": "exit 0\n", "is_error": False}
+    events_append(
+        run.pk,
+        [
+            ("step.tool_result", {**result, "call_id": "a", "sandboxed": True}, step_id),
+            ("step.tool_result", {**result, "call_id": "b", "sandboxed": False}, step_id),
+            ("step.tool_result", {**result, "call_id": "c", "tool": "read_file"}, step_id),
+        ],
+    )
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert page.count('<span class="badge sandboxed"') == 1
+    assert page.count('<span class="badge unsandboxed"') == 1
+    assert "not sandboxed</span>" in page
