@@ -325,6 +325,13 @@ AGENTSITE_TOOL_SETTINGS = {
     "post_timeout_s": float(os.environ.get("AGENTSITE_POST_TIMEOUT_S", "10")),
     "shell_timeout_s": float(os.environ.get("AGENTSITE_SHELL_TIMEOUT_S", "20")),
     "shell_max_output_chars": int(os.environ.get("AGENTSITE_SHELL_MAX_OUTPUT_CHARS", "20000")),
+    # Limits of each sandboxed command (shell, python): its address space, its processes and
+    # the largest file it may write; CPU time follows AGENTSITE_SHELL_TIMEOUT_S.
+    "command_memory_bytes": int(os.environ.get("AGENTSITE_COMMAND_MEMORY_BYTES", str(1 << 30))),
+    "command_processes": int(os.environ.get("AGENTSITE_COMMAND_PROCESSES", "64")),
+    "command_file_bytes": int(
+        os.environ.get("AGENTSITE_COMMAND_FILE_BYTES", AGENTSITE_RUN_FILE_MAX_BYTES)
+    ),
     "net_allow": AGENTSITE_TOOL_NET_ALLOW,
 }
 
