@@ -6,6 +6,7 @@ tests fail if the sandbox stops confining."""
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import stat
 import threading
@@ -196,9 +197,14 @@ def test_cpu_time_is_limited_and_the_timeout_ends_everything(workspace: Path) ->
 
 
 def test_no_process_of_a_command_outlives_the_call(workspace: Path) -> None:
-    assert shell("sleep 30 > /dev/null 2>&1 & echo started", workspace) == "exit 0\nstarted\n"
+    # A duration no other process on the machine sleeps, to find this one's by.
+    seconds = f"{secrets.randbelow(10**6) + 1000}.5"
+    command = f"sleep {seconds} > /dev/null 2>&1 & echo started"
+    assert shell(command, workspace) == "exit 0\nstarted\n"
     still = [
-        pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid) == "sleep\x0030\x00"
+        pid
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and _cmdline(pid) == f"sleep\x00{seconds}\x00"
     ]
     assert still == []
 
