@@ -191,9 +191,20 @@ def test_file_size_is_limited(workspace: Path) -> None:
 
 
 def test_cpu_time_is_limited_and_the_timeout_ends_everything(workspace: Path) -> None:
+    seconds = f"{secrets.randbelow(10**6) + 1000}.5"
     with pytest.raises(ToolError) as caught:
-        shell("sleep 30 & while :; do :; done", workspace, shell_timeout_s=1)
+        shell(f"sleep {seconds} & while :; do :; done", workspace, shell_timeout_s=1)
     assert str(caught.value) == "shell: the command did not finish within 1 s and was killed"
+    assert _sleeping(seconds) == []
+
+
+def _sleeping(seconds: str) -> list[str]:
+    """The pids of `sleep <seconds>` processes on this machine."""
+    return [
+        pid
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and _cmdline(pid) == f"sleep\x00{seconds}\x00"
+    ]
 
 
 def test_no_process_of_a_command_outlives_the_call(workspace: Path) -> None:
@@ -201,12 +212,7 @@ def test_no_process_of_a_command_outlives_the_call(workspace: Path) -> None:
     seconds = f"{secrets.randbelow(10**6) + 1000}.5"
     command = f"sleep {seconds} > /dev/null 2>&1 & echo started"
     assert shell(command, workspace) == "exit 0\nstarted\n"
-    still = [
-        pid
-        for pid in os.listdir("/proc")
-        if pid.isdigit() and _cmdline(pid) == f"sleep\x00{seconds}\x00"
-    ]
-    assert still == []
+    assert _sleeping(seconds) == []
 
 
 def _cmdline(pid: str) -> str:
