@@ -10,6 +10,7 @@ import secrets
 import socket
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from planner_ui.tools import ToolContext
 from planner_ui.tools.python_code import PythonCode
 from planner_ui.tools.sandbox import Bubblewrap, Unconfined, commands_from
 from planner_ui.tools.shell import Shell
+from tests.tools.test_shell import is_gone
 
 SANDBOX = commands_from("sandbox").confinement
 pytestmark = pytest.mark.skipif(
@@ -198,13 +200,22 @@ def test_cpu_time_is_limited_and_the_timeout_ends_everything(workspace: Path) ->
     assert _sleeping(seconds) == []
 
 
-def _sleeping(seconds: str) -> list[str]:
-    """The pids of `sleep <seconds>` processes on this machine."""
-    return [
-        pid
-        for pid in os.listdir("/proc")
-        if pid.isdigit() and _cmdline(pid) == f"sleep\x00{seconds}\x00"
-    ]
+def _sleeping(seconds: str, within_s: float = 2.0) -> list[str]:
+    """The pids of `sleep <seconds>` processes still running on this machine once `within_s`
+    has passed (or none are left). Killing a sandbox's outer process ends the processes inside
+    a moment later, when the kernel empties its PID namespace; a zombie runs nothing."""
+    deadline = time.monotonic() + within_s
+    while True:
+        running = [
+            pid
+            for pid in os.listdir("/proc")
+            if pid.isdigit()
+            and _cmdline(pid) == f"sleep\x00{seconds}\x00"
+            and not is_gone(int(pid))
+        ]
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.02)
 
 
 def test_no_process_of_a_command_outlives_the_call(workspace: Path) -> None:
