@@ -65,14 +65,17 @@ class Run(models.Model):
         max_length=16, choices=_choices(PolicyMode), default=PolicyMode.ASK
     )
     auto_tools = models.JSONField(default=list, blank=True)
+    # The hosts a network read may reach without asking (core.hosts entries), fixed at
+    # submission: named in the task or by the person. A read elsewhere waits at the gate.
+    allowed_hosts = models.JSONField(default=list, blank=True)
 
     class Replan(models.TextChoices):
         AUTO = "auto", "re-plan what is left and carry on"
         REVIEW = "review", "re-plan what is left and wait for me"
         OFF = "off", "stop the run"
 
-    # When a step fails. A revision that adds or changes a step holding an irreversible tool
-    # waits for the person whatever this says.
+    # When a step fails. A revision that adds or changes a step holding an irreversible or a
+    # network tool waits for the person whatever this says.
     replan_mode = models.CharField(max_length=10, choices=Replan.choices, default=Replan.AUTO)
     max_replans = models.PositiveIntegerField(default=2)
     replans = models.PositiveIntegerField(default=0)
@@ -425,6 +428,8 @@ class Approval(models.Model):
     effect = models.CharField(max_length=16, choices=_choices(Effect))
     arguments = models.JSONField()
     approved_arguments = models.JSONField(null=True, blank=True)
+    # The hosts the call reaches that the run does not allow: why a read waits for a person.
+    hosts = models.JSONField(default=list, blank=True)
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     reason = models.TextField(blank=True)
     decided_by = models.ForeignKey(

@@ -28,6 +28,7 @@ def approval_out(approval: Approval) -> dict[str, Any]:
         "tool": approval.tool,
         "effect": approval.effect,
         "arguments": approval.arguments,
+        "hosts": approval.hosts,
         "state": approval.state,
         "resolution": approval.resolution,
         "decided_by": approval.decided_by.get_username() if approval.decided_by else None,

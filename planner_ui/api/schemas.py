@@ -62,6 +62,9 @@ class RunOut(Schema):
     planner_model: str
     executor_model: str
     routes: dict[str, str]
+    allowed_hosts: list[str] = Field(
+        description="Hosts a network read reaches without asking; a read elsewhere waits."
+    )
     steps: list[StepOut]
     result: str
     warnings: list[str]
@@ -180,6 +183,9 @@ class ApprovalOut(Schema):
     tool: str
     effect: str
     arguments: dict[str, Any]
+    hosts: list[str] = Field(
+        description="The hosts the call reaches that its run does not allow (why a read waits)."
+    )
     state: str
     resolution: str
     decided_by: str | None

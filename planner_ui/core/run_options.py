@@ -7,10 +7,12 @@ length, the models it can serve, the irreversible tools it has) and says what is
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .effects import PolicyMode
+from .hosts import MAX_ALLOWED_HOSTS, MAX_HOST_ENTRY_CHARS
 
 
 class RunOptions(BaseModel):
@@ -36,3 +38,10 @@ class RunOptions(BaseModel):
         None, description='When a step fails: "auto", "review" or "off" (default: settings).'
     )
     max_replans: int | None = Field(None, description="Re-plans at most (0-10).")
+    allowed_hosts: list[Annotated[str, Field(max_length=MAX_HOST_ENTRY_CHARS)]] | None = Field(
+        None,
+        max_length=MAX_ALLOWED_HOSTS,
+        description='Hosts a network read may reach without asking ("example.com", '
+        '"example.com:8080"); a read from any other waits for a person. Absent: the hosts the '
+        "task names.",
+    )

@@ -24,6 +24,7 @@ def run_json(run: Run) -> dict[str, Any]:
         "planner_model": run.planner_model,
         "executor_model": run.executor_model,
         "routes": run.routes,
+        "allowed_hosts": run.allowed_hosts,
         "steps": [
             {
                 "id": s.step_id,

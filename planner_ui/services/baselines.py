@@ -47,6 +47,7 @@ def baseline_create(run: Run, user: AbstractBaseUser) -> Run:
             executor_model=original.executor_model,
             tool_policy=original.tool_policy,
             auto_tools=original.auto_tools,
+            allowed_hosts=original.allowed_hosts,
             budget_tokens=original.budget_tokens,
             budget_usd=original.budget_usd,
             replan_mode=Run.Replan.OFF,

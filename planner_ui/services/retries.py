@@ -155,6 +155,7 @@ def run_fork(*, run_id: int, step_id: str, user: AbstractBaseUser) -> Run:
             planner_model=original.planner_model,
             tool_policy=original.tool_policy,
             auto_tools=original.auto_tools,
+            allowed_hosts=original.allowed_hosts,
             budget_tokens=original.budget_tokens,
             budget_usd=original.budget_usd,
             replan_mode=original.replan_mode,

@@ -14,6 +14,7 @@ from planner_ui.agents.planner import make_plan
 from planner_ui.core.effects import PolicyMode, ToolPolicy
 from planner_ui.core.errors import AgentError, InvalidTransition, PlanConflict, RunStopped
 from planner_ui.core.events import EventType
+from planner_ui.core.hosts import HostListError, hosts_in_text, parse_hosts
 from planner_ui.core.routing import RouteError
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
@@ -79,6 +80,7 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
     max_replans = settings.AGENTSITE_MAX_REPLANS if max_replans is None else max_replans
     if not 0 <= max_replans <= 10:
         raise RunInputError("Re-plans per run must be between 0 and 10.", field="max_replans")
+    allowed_hosts = _allowed_hosts(task, options.allowed_hosts)
     with transaction.atomic():
         run = Run.objects.create(
             owner=owner,
@@ -92,10 +94,21 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
             auto_tools=sorted(policy.auto_tools),
             replan_mode=replan_mode,
             max_replans=max_replans,
+            allowed_hosts=allowed_hosts,
         )
         event_append(run.pk, "run.status", {"status": run.status})
         plan_enqueue(run)
     return run
+
+
+def _allowed_hosts(task: str, given: Sequence[str] | None) -> list[str]:
+    """The person's list, checked; when they gave none, the hosts their task names."""
+    if given is None:
+        return hosts_in_text(task)
+    try:
+        return parse_hosts(given)
+    except HostListError as exc:
+        raise RunInputError(str(exc), field="allowed_hosts") from exc
 
 
 def _policy(mode: str, auto_tools: Sequence[str], tools: dict[str, Tool]) -> ToolPolicy:
