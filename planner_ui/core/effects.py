@@ -1,12 +1,14 @@
 """What a tool call does to the world, and what a run's policy says to do about it.
 
 Gating derives from these tags and the policy, never from a list of tool names: a new tool that
-sends, deletes, executes or spends is gated the day it is added.
+sends, deletes, executes or spends is gated the day it is added. So is a call that reaches a
+host the run's person did not name: a URL carries data out in its path and query, so a read
+from such a host is gated like a send.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -35,6 +37,11 @@ class Decision(StrEnum):
     DRY_RUN = "dry_run"
 
 
+def gated(effect: Effect, outside: Collection[str] = ()) -> bool:
+    """Whether a call goes through the gate (a person, the policy, the outbox's receipt)."""
+    return effect in IRREVERSIBLE_EFFECTS or bool(outside)
+
+
 @dataclass(frozen=True)
 class ToolPolicy:
     mode: PolicyMode = PolicyMode.ASK
@@ -44,9 +51,10 @@ class ToolPolicy:
     def of(cls, mode: str, auto_tools: Iterable[str] = ()) -> ToolPolicy:
         return cls(PolicyMode(mode), frozenset(auto_tools))
 
-    def decide(self, tool: str, effect: Effect) -> Decision:
-        """What to do with one call of `tool`, whose effect is `effect`."""
-        if effect not in IRREVERSIBLE_EFFECTS:
+    def decide(self, tool: str, effect: Effect, outside: Collection[str] = ()) -> Decision:
+        """What to do with one call of `tool`, whose effect is `effect`; `outside` holds the
+        hosts it reaches that the run does not allow, which make any call count as irreversible."""
+        if not gated(effect, outside):
             return Decision.RUN
         if self.mode is PolicyMode.DRY_RUN:
             return Decision.DRY_RUN

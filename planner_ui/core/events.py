@@ -179,6 +179,7 @@ class ApprovalRequestedPayload(TypedDict):
     effect: str
     arguments: dict[str, Any]
     kind: NotRequired[str]  # "call", or "outcome" when a worker died during the call
+    hosts: NotRequired[list[str]]  # the hosts it reaches that the run does not allow
 
 
 class ApprovalDecidedPayload(TypedDict):

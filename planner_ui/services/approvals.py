@@ -1,4 +1,5 @@
-"""Approval gates: an executor's irreversible call waits here for a person's decision.
+"""Approval gates: an executor's irreversible call, or a read from a host the run does not
+allow, waits here for a person's decision.
 
 A decision is one conditional UPDATE from pending, so two tabs or two people deciding at once
 produce exactly one decision, and exactly one resumption of the step; the loser is told what
@@ -46,9 +47,11 @@ def approval_request(
     arguments: dict[str, Any],
     *,
     kind: str = Approval.Kind.CALL,
+    hosts: list[str] | None = None,
 ) -> Approval:
     """Store the exact call an executor wants to make (or whose outcome nobody knows) for a
-    person to decide; idempotent for a re-run of the step."""
+    person to decide; idempotent for a re-run of the step. `hosts` are those it reaches that
+    the run does not allow (a read held for them shows them)."""
     with transaction.atomic():
         approval, created = Approval.objects.get_or_create(
             run_id=run_id,
@@ -59,6 +62,7 @@ def approval_request(
                 "effect": tool.effect,
                 "arguments": arguments,
                 "kind": kind,
+                "hosts": hosts or [],
             },
         )
         if created:
@@ -71,6 +75,7 @@ def approval_request(
                     "effect": str(tool.effect),
                     "arguments": arguments,
                     "kind": kind,
+                    "hosts": hosts or [],
                 },
                 step_id=step_id,
             )

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from planner_ui.core.effects import IRREVERSIBLE_EFFECTS, Effect
 from planner_ui.core.errors import ToolError
+from planner_ui.core.hosts import Endpoint
 from planner_ui.core.messages import ToolSpec
 from planner_ui.core.schema_bounds import bounded
 
@@ -37,6 +38,9 @@ class ToolContext:
     idempotency_key: str = ""
     # How send_email reaches a mail server; None where no mail is set up.
     mailer: Mailer | None = None
+    # The hosts (core.hosts entries) a network read may reach in this call: the run's list, and
+    # the host of a call a person approved. None where no run's list applies (a tool on its own).
+    allowed_hosts: tuple[str, ...] | None = None
 
 
 class _DerivedFromEffect:
@@ -54,6 +58,9 @@ class Tool(ABC):
     # What a call does to the world; the executor's runner gates on it, never on the name.
     effect: ClassVar[Effect]
     irreversible = _DerivedFromEffect()
+    # Whether a call connects to a host its arguments name: a step holding such a tool can
+    # carry data out, so a revision that adds one waits for a person.
+    reaches_network: ClassVar[bool] = False
 
     def spec(self) -> ToolSpec:
         # Bounded, so a model held to the schema by a grammar cannot run on inside an argument.
@@ -73,6 +80,11 @@ class Tool(ABC):
                 for e in exc.errors()
             )
             raise ToolError(f"{self.name}: invalid arguments: {problems}") from exc
+
+    def reaches(self, arguments: Any) -> list[Endpoint]:
+        """The (host, port) pairs a call with these arguments connects to, for the gate to
+        compare with the run's allowed hosts. Arguments the tool would refuse reach nothing."""
+        return []
 
     def call(self, arguments: Any, ctx: ToolContext) -> str:
         """Validate and perform the call. Whether an irreversible call may happen at all is

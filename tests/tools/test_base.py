@@ -56,6 +56,8 @@ def test_the_context_fields() -> None:
         "settings",
         "idempotency_key",
         "mailer",
+        "allowed_hosts",
     ]
     ctx = ToolContext(run_id=1, step_id="s", workspace=Path("/w"))
     assert ctx.settings == {} and ctx.idempotency_key == "" and ctx.mailer is None
+    assert ctx.allowed_hosts is None  # a tool on its own: no run's list applies
