@@ -1,4 +1,7 @@
-"""Revision on request: the person asks, the planner proposes, the person accepts or discards."""
+"""Revision on request: the person asks, the planner proposes, the person accepts or discards.
+
+Every such revision waits for the person; the steps it adds or changes that hold an irreversible
+or a network tool are named on it (gated_steps), as on a re-plan."""
 
 from __future__ import annotations
 
@@ -8,12 +11,14 @@ from django.utils import timezone
 from planner_ui.agents.planner import revise_plan
 from planner_ui.core.errors import AgentError, InvalidTransition
 from planner_ui.core.plan import Plan
+from planner_ui.core.replan import gated_changes
 from planner_ui.models import PlanProposal, PlanVersion
 from planner_ui.selectors.tools import tools_for_run
 
 from .events import event_append
 from .plans import _lock_for_change, _save_version
 from .providers import run_provider
+from .replans import held_for_a_person
 from .scheduler import revision_enqueue
 
 MAX_NOTE_CHARS = 2000
@@ -44,12 +49,13 @@ def proposal_make(proposal_id: int) -> None:
         return
     run = proposal.run
     current = run.plan_versions.get(number=proposal.base_version)
+    tools = tools_for_run(run)
     try:
         provider = run_provider(run, "planner")
         result = revise_plan(
             provider,
             run.task,
-            [tool.spec() for tool in tools_for_run(run).values()],
+            [tool.spec() for tool in tools.values()],
             Plan.model_validate(current.plan),
             proposal.note,
         )
@@ -62,6 +68,9 @@ def proposal_make(proposal_id: int) -> None:
             proposal.error = "The revised plan was invalid twice: " + "; ".join(result.errors)
         else:
             proposal.state, proposal.plan = PlanProposal.State.READY, result.plan.model_dump()
+            proposal.gated_steps = gated_changes(
+                Plan.model_validate(current.plan), result.plan, set(), held_for_a_person(tools)
+            )
     proposal.save()
     event_append(
         run.pk,

@@ -3,12 +3,13 @@
 While a revision is being made or waits for a person, the run dispatches nothing new; steps
 already running finish. A revision becomes a plan version by the replanner, applied at once
 or, by the run's setting (and always when it adds or changes a step holding an irreversible
-tool), after the person accepts it.
+or a network tool), after the person accepts it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -23,6 +24,7 @@ from planner_ui.core.status import KEPT_BY_REPLAN, StepStatus
 from planner_ui.core.validation import validate_plan
 from planner_ui.models import PlanProposal, PlanVersion, Run, Step
 from planner_ui.selectors.tools import tools_for_run
+from planner_ui.tools import Tool
 
 from .events import event_append
 from .plans import steps_rematerialize
@@ -62,8 +64,7 @@ def replan_make(run_id: int, failed_step_id: str) -> None:
     except AgentError as exc:
         _give_up(run_id, failed_step_id, f"re-planning failed: {exc}")
         return
-    irreversible = {name for name, tool in tools.items() if tool.irreversible}
-    gated = gated_changes(current, revised, keep, irreversible)
+    gated = gated_changes(current, revised, keep, held_for_a_person(tools))
     failed = steps[failed_step_id]
     note = f"re-planned after step '{failed_step_id}' failed: {failed.error[:300]}"
     with transaction.atomic():
@@ -91,6 +92,13 @@ def replan_make(run_id: int, failed_step_id: str) -> None:
             )
             return
         _apply(run, revised, note, keep)
+
+
+def held_for_a_person(tools: Mapping[str, Tool]) -> set[str]:
+    """The tools a revision may not add to a step, or change a step holding, without a person:
+    those that act on the world, and those that reach a host an argument names (a read's URL
+    can carry the run's data out). Read off each tool, never off its name."""
+    return {name for name, tool in tools.items() if tool.irreversible or tool.reaches_network}
 
 
 def replan_accept(*, user: AbstractBaseUser, run_id: int, proposal_id: int) -> PlanVersion:
