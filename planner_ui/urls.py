@@ -6,6 +6,7 @@ urlpatterns = [
     path("", runs.home, name="home"),
     path("runs/", runs.run_list, name="run_list"),
     path("runs/new/", runs.run_new, name="run_new"),
+    path("runs/new/hosts/", runs.run_new_hosts, name="run_new_hosts"),
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
     path("runs/<int:run_id>/steps/", runs.run_step_cards, name="run_step_cards"),
     path("runs/<int:run_id>/timeline/", report.run_timeline_part, name="run_timeline"),

@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
@@ -22,6 +23,13 @@ from planner_ui.core.diff import plan_diff
 from planner_ui.core.edits import DependentsPolicy
 from planner_ui.core.effects import PolicyMode
 from planner_ui.core.errors import InvalidTransition
+from planner_ui.core.hosts import (
+    MAX_ALLOWED_HOSTS,
+    MAX_HOST_ENTRY_CHARS,
+    HostListError,
+    hosts_in_text,
+    parse_hosts,
+)
 from planner_ui.core.plan import MAX_STEPS, ROLES, Plan
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import (
@@ -57,12 +65,39 @@ RUNS_PER_PAGE = 20
 MAX_CARDS_PER_REQUEST = MAX_STEPS + 1
 
 
-class TaskForm(forms.Form):
+class AllowedHostsFields(forms.Form):
+    """The run's allowed hosts on the form, apart so the page can refill them as the task is
+    typed without building the whole form."""
+
+    allowed_hosts = forms.CharField(
+        required=False,
+        max_length=MAX_ALLOWED_HOSTS * (MAX_HOST_ENTRY_CHARS + 2),
+        label="Hosts it may read from without asking",
+        help_text="Filled in from the hosts your task names; a read from any other host waits "
+        "for you with its exact URL. Separate hosts with commas; host or host:port.",
+        widget=forms.TextInput(attrs={"placeholder": "none: every read from the web asks"}),
+    )
+    # The list the page last filled in from the task: a list the person did not touch follows
+    # the task as submitted; one they edited is theirs.
+    allowed_hosts_auto = forms.CharField(
+        required=False,
+        max_length=MAX_ALLOWED_HOSTS * (MAX_HOST_ENTRY_CHARS + 2),
+        widget=forms.HiddenInput,
+    )
+
+
+class TaskForm(AllowedHostsFields):
     task = forms.CharField(
         widget=forms.Textarea(
             attrs={
                 "rows": 5,
                 "placeholder": "Compare Python and Go for a CLI tool, then write a recommendation.",
+                # As it is typed, the allowed hosts below are filled in from it.
+                "hx-post": reverse_lazy("run_new_hosts"),
+                "hx-trigger": "input changed delay:300ms",
+                "hx-target": "#allowed-hosts",
+                "hx-swap": "outerHTML",
+                "hx-include": "#id_allowed_hosts, #id_allowed_hosts_auto",
             }
         ),
         max_length=settings.AGENTSITE_MAX_TASK_CHARS,
@@ -141,7 +176,20 @@ class TaskForm(forms.Form):
             auto_tools=data["auto_tools"],
             replan_mode=data["replan_mode"] or None,
             max_replans=data["max_replans"],
+            allowed_hosts=data["allowed_hosts"],
         )
+
+    def clean_allowed_hosts(self) -> list[str] | None:
+        """The person's list, or None (the hosts the task names) when they left the field as the
+        page filled it in, or it was not on the page at all."""
+        text = self.cleaned_data["allowed_hosts"]
+        filled = str(self.data.get("allowed_hosts_auto", "")).strip()
+        if "allowed_hosts" not in self.data or text == filled:
+            return None
+        try:
+            return parse_hosts(text)
+        except HostListError as exc:
+            raise forms.ValidationError(str(exc)) from None
 
     def route_fields(self) -> list[forms.BoundField]:
         return [self[_route_field(part)] for part, _ in ROUTE_PARTS]
@@ -194,6 +242,21 @@ def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
 def home(request: HttpRequest) -> HttpResponse:
     form = TaskForm(user=request.user)
     return render(request, "planner_ui/home.html", _form_context(form, request.user))
+
+
+@login_required
+@require_POST
+def run_new_hosts(request: HttpRequest) -> HttpResponse:
+    """The allowed-hosts field again, filled in from the task as typed so far, unless the
+    person has edited it (htmx swaps it in while they type the task)."""
+    task = request.POST.get("task", "")[: settings.AGENTSITE_MAX_TASK_CHARS]
+    limit = AllowedHostsFields.base_fields["allowed_hosts"].max_length
+    shown = request.POST.get("allowed_hosts", "")[:limit]
+    filled = request.POST.get("allowed_hosts_auto", "")[:limit]
+    if shown.strip() == filled.strip():
+        shown = filled = ", ".join(hosts_in_text(task))
+    form = AllowedHostsFields(initial={"allowed_hosts": shown, "allowed_hosts_auto": filled})
+    return render(request, "planner_ui/_allowed_hosts_field.html", {"form": form})
 
 
 @login_required
