@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from planner_ui.core.errors import ToolError
+from planner_ui.core.hosts import normal_host
 
 SETTING = "AGENTSITE_TOOL_NET_ALLOW"
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -88,7 +89,7 @@ def check_url(url: str, net_allow: Iterable[str] | str = (), *, tool: str) -> Ta
             f"{tool}: invalid URL {url!r}: spaces and control characters must be %-encoded"
         )
     try:
-        host, port = _normal_host(parts.hostname or ""), parts.port or DEFAULT_PORTS[scheme]
+        host, port = normal_host(parts.hostname or ""), parts.port or DEFAULT_PORTS[scheme]
     except ValueError as exc:  # a port that is not a number, a host IDNA cannot encode
         raise ToolError(f"{tool}: invalid URL {url!r}: {exc}") from exc
     if not host:
@@ -123,7 +124,7 @@ def _parse_entry(entry: str) -> tuple[IPNetwork | str, int | None]:
     parts = urlsplit(f"//{text}")
     try:
         port = parts.port
-        host = _normal_host(parts.hostname or "")
+        host = normal_host(parts.hostname or "")
     except ValueError:
         host = ""
     if not host or parts.path or parts.query or parts.fragment or "@" in text:
@@ -132,17 +133,6 @@ def _parse_entry(entry: str) -> tuple[IPNetwork | str, int | None]:
         return ipaddress.ip_network(host), port
     except ValueError:
         return host, port
-
-
-def _normal_host(host: str) -> str:
-    """The host as DNS and the allow-list compare it: lower case, ASCII, no trailing dot."""
-    host = host.lower().rstrip(".")
-    if host.isascii():
-        return host
-    try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError as exc:
-        raise ValueError(f"host {host!r} cannot be encoded for DNS") from exc
 
 
 def _resolve(host: str, port: int, tool: str) -> list[IPAddress]:
