@@ -23,6 +23,9 @@ class Block(StrEnum):
     REVISION_REQUEST = "revision_request"
     OUTPUTS = "outputs"
     FAILURES = "failures"
+    # What an MCP server says of its own tools: the planner's list of them, and one tool's.
+    TOOL_DESCRIPTIONS = "tool_descriptions"
+    TOOL_DESCRIPTION = "tool_description"
 
 
 # A reply whose first line starts with this marks the step failed, so the plan is revised.
@@ -71,6 +74,14 @@ def failure_block(step_id: str, title: str, error: str) -> str:
     return (
         f'<failure step="{html.escape(step_id)}" title="{html.escape(title)}">\n'
         f"{html.escape(error, quote=False)}\n</failure>"
+    )
+
+
+def tool_description_block(tool: str, text: str) -> str:
+    """One tool's description as its server wrote it, escaped: data, never ours."""
+    return (
+        f'<{Block.TOOL_DESCRIPTION} tool="{html.escape(tool)}">\n'
+        f"{html.escape(text, quote=False)}\n</{Block.TOOL_DESCRIPTION}>"
     )
 
 

@@ -5,16 +5,17 @@ allowed by AGENTSITE_TOOL_NET_ALLOW (`ctx.settings["net_allow"]`) before anythin
 Without this a model, or a page it read, could aim fetch_url or http_post at the server's own
 ports, the cloud metadata service at 169.254.169.254 or the office network.
 
-The check returns the addresses it approved, and `outbound` connects to those only: resolving
-the name a second time would let a DNS server answer "public" to the check and "127.0.0.1" to
-the connection (DNS rebinding).
+The check returns the addresses it approved, and `outbound` (and the MCP client's pinned
+transport) connects to those only: resolving the name a second time would let a DNS server
+answer "public" to the check and "127.0.0.1" to the connection (DNS rebinding). The resolver
+is a parameter, so a test can play such a DNS server without touching the system's.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -26,6 +27,13 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+# (host, port) -> the addresses the name has now, as text; raises socket.gaierror if none.
+Resolver = Callable[[str, int], Sequence[str]]
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """The machine's own resolver (hosts file, DNS)."""
+    return [sockaddr[0] for *_, sockaddr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
 
 
 @dataclass(frozen=True)
@@ -76,9 +84,15 @@ class NetAllow:
         )
 
 
-def check_url(url: str, net_allow: Iterable[str] | str = (), *, tool: str) -> Target:
-    """Resolve the URL's host and return it as a Target, or raise a ToolError saying which
-    address was refused and how to allow it. `tool` prefixes every message."""
+def check_url(
+    url: str,
+    net_allow: Iterable[str] | str = (),
+    *,
+    tool: str,
+    resolve: Resolver = system_resolver,
+) -> Target:
+    """Resolve the URL's host once and return it as a Target, or raise a ToolError saying
+    which address was refused and how to allow it. `tool` prefixes every message."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
@@ -98,7 +112,7 @@ def check_url(url: str, net_allow: Iterable[str] | str = (), *, tool: str) -> Ta
         allow = NetAllow.parse(net_allow)
     except ValueError as exc:
         raise ToolError(f"{tool}: {SETTING} is misconfigured: {exc}") from exc
-    addresses = _resolve(host, port, tool)
+    addresses = _resolve(host, port, tool, resolve)
     if not allow.allows_host(host, port):
         for address in addresses:
             if (kind := _not_global(address)) and not allow.allows_address(address, port):
@@ -135,17 +149,22 @@ def _parse_entry(entry: str) -> tuple[IPNetwork | str, int | None]:
         return host, port
 
 
-def _resolve(host: str, port: int, tool: str) -> list[IPAddress]:
+def _resolve(host: str, port: int, tool: str, resolve: Resolver) -> list[IPAddress]:
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        answers = resolve(host, port)
     except (socket.gaierror, UnicodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise ToolError(f"{tool}: cannot resolve host {host!r}: {reason}") from exc
     addresses: list[IPAddress] = []
-    for *_, sockaddr in infos:
-        address = ipaddress.ip_address(sockaddr[0])
+    for answer in answers:
+        try:
+            address = ipaddress.ip_address(answer)
+        except ValueError as exc:
+            raise ToolError(f"{tool}: host {host!r} resolved to {answer!r}: {exc}") from exc
         if address not in addresses:
             addresses.append(address)
+    if not addresses:
+        raise ToolError(f"{tool}: cannot resolve host {host!r}: no address")
     return addresses
 
 
