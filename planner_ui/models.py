@@ -584,14 +584,16 @@ class McpServer(models.Model):
 
 class McpServerTool(models.Model):
     """One tool of a registered server as it was pinned: its description and schema, and the
-    effect a person gave it (an unknown tool is `execute`: it asks before every call). When
-    the server later lists it differently, the change waits in `pending_*` and the tool is not
-    offered until a person accepts it."""
+    effect a person gave it (an unknown tool is `execute`: it asks before every call). A tool
+    is offered only once a person has read what its server says of it and approved it
+    (`reviewed_*`): its owner, or staff for a shared server. When the server later lists it
+    differently, the change waits in `pending_*` and the tool is not offered until a person
+    approves that too."""
 
     class State(models.TextChoices):
         ACTIVE = "active", "offered"
-        CHANGED = "changed", "changed by its server: not offered until accepted"
-        NEW = "new", "new on its server: not offered until accepted"
+        CHANGED = "changed", "changed by its server: not offered until approved"
+        NEW = "new", "waiting for review: not offered until approved"
         GONE = "gone", "no longer listed by its server"
 
     server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="tools")
@@ -600,7 +602,12 @@ class McpServerTool(models.Model):
     input_schema = models.JSONField(default=dict)
     digest = models.CharField(max_length=64)
     effect = models.CharField(max_length=16, choices=_choices(Effect), default=Effect.EXECUTE)
-    state = models.CharField(max_length=8, choices=State.choices, default=State.ACTIVE)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.NEW)
+    # Who approved the pinned description and schema, and when; empty until someone has.
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     pending_description = models.TextField(blank=True)
     pending_schema = models.JSONField(null=True, blank=True)
     pending_digest = models.CharField(max_length=64, blank=True)

@@ -1,28 +1,20 @@
-"""The tools a person's runs may use: the built-in ones and the offered tools of the MCP
-servers they may use (shared ones and their own), by the name a plan grants."""
+"""The tools a person's runs may use: the built-in ones and the offered (approved, unchanged)
+tools of the MCP servers they may use (shared ones and their own), by the name a plan grants.
+Each MCP tool is wired to hold itself for review when a call finds its server changed it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import partial
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q
 
 from planner_ui.core.effects import Effect
 from planner_ui.models import McpServer, McpServerTool, Run
+from planner_ui.services.mcp import endpoint_of, mcp_tool_hold
 from planner_ui.tools import REGISTRY, Tool
-from planner_ui.tools.mcp import McpEndpoint, McpTool, McpToolInfo
-
-
-def endpoint_of(server: McpServer) -> McpEndpoint:
-    return McpEndpoint(
-        name=server.name,
-        transport=server.transport,
-        command=tuple(server.command),
-        url=server.url,
-        timeout_s=settings.AGENTSITE_MCP_TIMEOUT_S,
-    )
+from planner_ui.tools.mcp import McpTool, McpToolInfo
 
 
 def mcp_servers_for_user(user: AbstractBaseUser) -> list[McpServer]:
@@ -41,7 +33,8 @@ def tools_for_user(user: AbstractBaseUser) -> dict[str, Tool]:
             if pinned.state != McpServerTool.State.ACTIVE:
                 continue
             info = McpToolInfo(pinned.name, pinned.description, pinned.input_schema)
-            tool = McpTool(endpoint, info, Effect(pinned.effect))
+            hold = partial(mcp_tool_hold, pinned.pk, pinned.digest)
+            tool = McpTool(endpoint, info, Effect(pinned.effect), on_changed=hold)
             tools.setdefault(tool.name, tool)
     return tools
 

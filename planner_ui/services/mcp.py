@@ -1,10 +1,11 @@
 """Registering MCP servers and keeping their pinned tools honest.
 
 Registration connects once, lists the server's tools and pins each one's description and
-schema, with the effect `execute` (irreversible: every call asks) until a person says what
-the tool really does. A later check lists them again: a tool whose description or schema
-changed, or that is new, is held back (not offered to planners, editors or executors) until
-a person accepts the change."""
+schema, held (not offered to planners, editors or executors) until the server's owner, or
+staff for a shared server, has read them and approved them; the effect stays `execute`
+(irreversible: every call asks) until a person says what the tool really does. A later check
+lists them again, and so does every call (tools.mcp): a tool whose description or schema
+changed, or that is new, is held until a person approves the change."""
 
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ from django.utils.text import slugify
 from planner_ui.core.effects import Effect
 from planner_ui.core.errors import AgentError, ToolUnavailable
 from planner_ui.models import McpServer, McpServerTool
-from planner_ui.selectors.tools import endpoint_of
-from planner_ui.tools.mcp import McpToolInfo, list_tools
+from planner_ui.tools.mcp import McpEndpoint, McpToolInfo, list_tools
 
 MAX_TOOLS_PER_SERVER = 100
 
@@ -33,6 +33,16 @@ def net_allow() -> object:
     return settings.AGENTSITE_TOOL_SETTINGS.get("net_allow", ())
 
 
+def endpoint_of(server: McpServer) -> McpEndpoint:
+    return McpEndpoint(
+        name=server.name,
+        transport=server.transport,
+        command=tuple(server.command),
+        url=server.url,
+        timeout_s=settings.AGENTSITE_MCP_TIMEOUT_S,
+    )
+
+
 def mcp_server_register(
     *,
     user: AbstractBaseUser,
@@ -42,8 +52,8 @@ def mcp_server_register(
     url: str = "",
     shared: bool = False,
 ) -> McpServer:
-    """Register a server and pin its tools; refused (and nothing kept) if it cannot be
-    listed. `shared` (staff only) makes it available to everyone's runs."""
+    """Register a server and pin its tools, held for review; refused (and nothing kept) if it
+    cannot be listed. `shared` (staff only) makes it available to everyone's runs."""
     slug = slugify(name)[:30].replace("-", "_")
     if not slug:
         raise McpRefused("Give the server a short name (letters, digits, _), e.g. 'notes'.")
@@ -114,11 +124,12 @@ def _pin(server: McpServer, info: McpToolInfo) -> McpServerTool:
         description=info.description,
         input_schema=info.input_schema,
         digest=info.digest,
+        state=McpServerTool.State.NEW,
     )
 
 
 def mcp_server_check(server: McpServer) -> McpServer:
-    """List the server's tools again and hold back what changed since they were pinned."""
+    """List the server's tools again and hold what changed since they were approved."""
     try:
         listed = {info.name: info for info in list_tools(endpoint_of(server), net_allow())}
     except ToolUnavailable as exc:
@@ -128,46 +139,81 @@ def mcp_server_check(server: McpServer) -> McpServer:
     with transaction.atomic():
         pinned = {t.name: t for t in server.tools.select_for_update()}
         for name, tool in pinned.items():
-            info = listed.get(name)
-            if info is None:
-                tool.state = McpServerTool.State.GONE
-            elif info.digest == tool.digest:
-                if tool.state != McpServerTool.State.NEW:
-                    tool.state = McpServerTool.State.ACTIVE
-                tool.pending_description, tool.pending_schema, tool.pending_digest = "", None, ""
-            else:
-                if tool.state != McpServerTool.State.NEW:
-                    tool.state = McpServerTool.State.CHANGED
-                tool.pending_description = info.description
-                tool.pending_schema = info.input_schema
-                tool.pending_digest = info.digest
+            _take_listing(tool, listed.get(name))
             tool.save()
         for name, info in listed.items():
             if name not in pinned:
-                McpServerTool.objects.create(
-                    server=server,
-                    name=name,
-                    description=info.description,
-                    input_schema=info.input_schema,
-                    digest=info.digest,
-                    state=McpServerTool.State.NEW,
-                )
+                _pin(server, info)
         McpServer.objects.filter(pk=server.pk).update(problem="", checked_at=timezone.now())
     server.refresh_from_db()
     return server
 
 
-def mcp_tool_accept(tool: McpServerTool) -> McpServerTool:
-    """A person read the change (or the new tool) and lets it be offered again."""
-    if tool.state == McpServerTool.State.CHANGED:
-        tool.description = tool.pending_description
-        tool.input_schema = tool.pending_schema or {}
-        tool.digest = tool.pending_digest
-    elif tool.state != McpServerTool.State.NEW:
-        raise McpRefused(f"'{tool.name}' has no change to accept.")
-    tool.state = McpServerTool.State.ACTIVE
+def _take_listing(tool: McpServerTool, info: McpToolInfo | None) -> None:
+    """What the server lists now, against what a person approved (if anyone has)."""
     tool.pending_description, tool.pending_schema, tool.pending_digest = "", None, ""
-    tool.save()
+    if info is None:
+        tool.state = McpServerTool.State.GONE
+    elif tool.reviewed_at is None:
+        # Nobody approved the pinned text: the text to review is simply the newest.
+        tool.description, tool.input_schema, tool.digest = (
+            info.description,
+            info.input_schema,
+            info.digest,
+        )
+        tool.state = McpServerTool.State.NEW
+    elif info.digest == tool.digest:
+        tool.state = McpServerTool.State.ACTIVE
+    else:
+        tool.state = McpServerTool.State.CHANGED
+        tool.pending_description = info.description
+        tool.pending_schema = info.input_schema
+        tool.pending_digest = info.digest
+
+
+def mcp_tool_hold(tool_id: int, pinned_digest: str, listed: McpToolInfo | None) -> None:
+    """A call found the server listing the tool otherwise than the approved `pinned_digest`
+    (None: not at all): hold it until a person reviews the change. Called from the worker
+    that refused the call; a tool changed or held meanwhile is left as it is."""
+    with transaction.atomic():
+        tool = McpServerTool.objects.select_for_update().filter(pk=tool_id).first()
+        if tool is None or tool.digest != pinned_digest or tool.state != McpServerTool.State.ACTIVE:
+            return
+        _take_listing(tool, listed)
+        tool.save()
+
+
+def review_digest(tool: McpServerTool) -> str:
+    """The digest of the text the page shows for review: the change if there is one."""
+    return tool.pending_digest if tool.state == McpServerTool.State.CHANGED else tool.digest
+
+
+def mcp_tool_approve(
+    tool: McpServerTool, *, reviewer: AbstractBaseUser, digest: str
+) -> McpServerTool:
+    """A person read the tool's description and schema (the change, for a changed tool) and
+    lets it be offered. `digest` names the text they read: if the server changed it since the
+    page showed it, nothing is approved."""
+    with transaction.atomic():
+        tool = McpServerTool.objects.select_for_update().get(pk=tool.pk)
+        if tool.state == McpServerTool.State.ACTIVE:
+            raise McpRefused(f"'{tool.name}' is offered already: there is nothing to approve.")
+        if tool.state == McpServerTool.State.GONE:
+            raise McpRefused(f"'{tool.name}' is no longer listed by its server.")
+        if not digest or digest != review_digest(tool):
+            raise McpRefused(
+                f"'{tool.name}' changed since the page showed it: read it again below before "
+                "approving it."
+            )
+        if tool.state == McpServerTool.State.CHANGED:
+            tool.description = tool.pending_description
+            tool.input_schema = tool.pending_schema or {}
+            tool.digest = tool.pending_digest
+        tool.state = McpServerTool.State.ACTIVE
+        tool.pending_description, tool.pending_schema, tool.pending_digest = "", None, ""
+        tool.reviewed_at = timezone.now()
+        tool.reviewed_by = reviewer
+        tool.save()
     return tool
 
 

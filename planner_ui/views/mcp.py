@@ -1,7 +1,10 @@
-"""The MCP servers page: register a server, give each of its tools an effect, check it again,
-and accept (or not) what its server changed."""
+"""The MCP servers page: register a server, read each of its tools' description and schema and
+approve it (nothing is offered before), give each tool an effect, check it again, and approve
+(or not) what its server changed."""
 
 from __future__ import annotations
+
+import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,8 +19,9 @@ from planner_ui.services.mcp import (
     McpRefused,
     mcp_server_check,
     mcp_server_register,
-    mcp_tool_accept,
+    mcp_tool_approve,
     mcp_tool_set_effect,
+    review_digest,
 )
 from planner_ui.tools.mcp import tool_name
 
@@ -31,6 +35,10 @@ def mcp_servers(request: HttpRequest) -> HttpResponse:
         server.pinned = list(server.tools.all())
         for tool in server.pinned:
             tool.granted_as = tool_name(server.name, tool.name)
+            tool.held = tool.state in (McpServerTool.State.NEW, McpServerTool.State.CHANGED)
+            tool.review_digest = review_digest(tool)
+            tool.schema_text = _schema_text(tool.input_schema)
+            tool.pending_schema_text = _schema_text(tool.pending_schema)
     context = {
         "servers": servers,
         "effects": [e.value for e in Effect],
@@ -54,10 +62,12 @@ def mcp_server_new(request: HttpRequest) -> HttpResponse:
     except McpRefused as exc:
         messages.error(request, str(exc))
     else:
+        reviewer = "staff review" if server.owner_id is None else "you review"
         messages.success(
             request,
-            f"Registered '{server.name}' with {server.tools.count()} tools. Each one asks before "
-            "every call until you give it its real effect below.",
+            f"Registered '{server.name}' with {server.tools.count()} tools. They are held: no "
+            f"run is offered one until {reviewer} its description and schema below and approve "
+            "it. Each one asks before every call until it is given its real effect.",
         )
     return redirect("mcp_servers")
 
@@ -70,7 +80,9 @@ def mcp_server_check_view(request: HttpRequest, server_id: int) -> HttpResponse:
     if server.problem:
         messages.error(request, f"'{server.name}': {server.problem}")
     else:
-        held = server.tools.exclude(state=McpServerTool.State.ACTIVE).count()
+        held = server.tools.filter(
+            state__in=[McpServerTool.State.NEW, McpServerTool.State.CHANGED]
+        ).count()
         messages.success(
             request,
             f"Checked '{server.name}': "
@@ -86,15 +98,19 @@ def mcp_tool_update(request: HttpRequest, tool_id: int) -> HttpResponse:
     if tool is None or not _may_manage(request.user, tool.server):
         raise Http404("No such tool.")
     try:
-        if request.POST.get("action") == "accept":
-            mcp_tool_accept(tool)
-            messages.success(request, f"'{tool.name}' is offered again, as its server lists it.")
+        if request.POST.get("action") == "approve":
+            mcp_tool_approve(tool, reviewer=request.user, digest=request.POST.get("digest", ""))
+            messages.success(request, f"'{tool.name}' is offered to runs, as you reviewed it.")
         else:
             mcp_tool_set_effect(tool, request.POST.get("effect", ""))
             messages.success(request, f"'{tool.name}' now has the effect {tool.effect}.")
     except McpRefused as exc:
         messages.error(request, str(exc))
     return redirect("mcp_servers")
+
+
+def _schema_text(schema: object) -> str:
+    return json.dumps(schema, indent=2, ensure_ascii=False, sort_keys=True) if schema else ""
 
 
 def _may_manage(user: object, server: McpServer) -> bool:

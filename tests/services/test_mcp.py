@@ -1,7 +1,7 @@
-"""MCP tools in runs, against real server processes started by the test: registered and
-pinned, gated by the effect a person gave them, performed once after approval (counted at
-the server), held back when their server changes them, and a crashed server fails the step
-with its reason."""
+"""MCP tools in runs, against real server processes started by the test: registered, pinned
+and held until a person approves them, gated by the effect a person gave them, performed once
+after approval (counted at the server), held back when their server changes them, and a
+crashed server fails the step with its reason."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from planner_ui.services.mcp import (
     McpRefused,
     mcp_server_check,
     mcp_server_register,
-    mcp_tool_accept,
+    mcp_tool_approve,
     mcp_tool_set_effect,
+    review_digest,
 )
 from planner_ui.services.plans import plan_import
 from planner_ui.services.runs import run_approve_plan, run_create, run_plan
@@ -53,6 +54,8 @@ def server(admin, tmp_path, monkeypatch):
     registered = mcp_server_register(
         user=admin, name="fake", transport="stdio", command=command(log), shared=True
     )
+    for tool in registered.tools.all():  # staff read them and let them be offered
+        mcp_tool_approve(tool, reviewer=admin, digest=review_digest(tool))
     return registered, log
 
 
@@ -90,6 +93,21 @@ def a_run(user, tools_step: list[str], *replies) -> object:
     run = drive(run)
     run.planner_request = planner.requests[0]
     return run
+
+
+def test_registration_holds_each_tool_until_staff_approve_it(admin, make_user, tmp_path):
+    registered = mcp_server_register(
+        user=admin, name="fake", transport="stdio", command=command(tmp_path / "log"), shared=True
+    )
+    assert {t.state for t in registered.tools.all()} == {McpServerTool.State.NEW}
+    assert "fake__lookup" not in tools_for_user(make_user("alice"))
+    lookup = registered.tools.get(name="lookup")
+    with pytest.raises(McpRefused, match="'lookup' changed since the page showed it"):
+        mcp_tool_approve(lookup, reviewer=admin, digest="")
+    mcp_tool_approve(lookup, reviewer=admin, digest=lookup.digest)
+    assert "fake__lookup" in tools_for_user(make_user("bob"))
+    with pytest.raises(McpRefused, match="'lookup' is offered already"):
+        mcp_tool_approve(lookup, reviewer=admin, digest=lookup.digest)
 
 
 def test_registration_pins_each_tool_as_irreversible_until_a_person_says_otherwise(server):
@@ -170,7 +188,7 @@ def test_an_unknown_effect_tool_waits_at_the_gate_and_is_performed_once(server, 
     assert receipt.tool == "fake__launch" and receipt.result == "launched rocket"
 
 
-def test_a_changed_tool_is_held_back_until_a_person_accepts_it(server, make_user, tmp_path):
+def test_a_changed_tool_is_held_back_until_a_person_approves_it(server, make_user, admin, tmp_path):
     registered, log = server
     alice = make_user("alice")
     registered.command = command(log, "--variant", "2").split()
@@ -181,7 +199,7 @@ def test_a_changed_tool_is_held_back_until_a_person_accepts_it(server, make_user
     assert "analytics" in lookup.pending_description and "language" in str(lookup.pending_schema)
     assert lookup.description == "Look a term up in the glossary."  # the pinned one stays
     assert "fake__lookup" not in tools_for_user(alice) and "fake__launch" in tools_for_user(alice)
-    mcp_tool_accept(lookup)
+    mcp_tool_approve(lookup, reviewer=admin, digest=lookup.pending_digest)
     lookup.refresh_from_db()
     assert lookup.state == McpServerTool.State.ACTIVE and "analytics" in lookup.description
     assert "fake__lookup" in tools_for_user(alice)

@@ -1,8 +1,10 @@
-"""The MCP servers page: staff register a command, anyone sees the shared servers' tools,
-only their manager changes an effect or accepts a change; forms need CSRF."""
+"""The MCP servers page: staff register a command, its tools are held until staff approve
+them, anyone sees the shared servers' tools, only their manager approves a tool, changes an
+effect or approves a change; forms need CSRF."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -39,21 +41,54 @@ def register(client: Client) -> McpServer:
         },
         follow=True,
     )
-    assert "Registered &#x27;fake&#x27; with 3 tools" in response.content.decode()
+    assert "Registered &#x27;fake&#x27; with 3 tools. They are held" in response.content.decode()
     return McpServer.objects.get(name="fake")
 
 
-def test_staff_register_a_server_and_its_tools_are_listed(client_admin) -> None:
+def approve(client: Client, tool: McpServerTool) -> str:
+    """The Approve button: it posts the digest of the text the page showed."""
+    page = client.get(reverse("mcp_servers")).content.decode()
+    digest = re.search(
+        rf'action="{reverse("mcp_tool_update", args=[tool.pk])}".*?name="digest" value="(\w+)"',
+        page,
+        re.S,
+    ).group(1)
+    url = reverse("mcp_tool_update", args=[tool.pk])
+    return client.post(url, {"action": "approve", "digest": digest}, follow=True).content.decode()
+
+
+def register_and_approve(client: Client) -> McpServer:
+    server = register(client)
+    for tool in server.tools.all():
+        assert "is offered to runs, as you reviewed it" in approve(client, tool)
+    return server
+
+
+def test_staff_register_a_server_and_its_tools_are_listed_for_review(client_admin) -> None:
     register(client_admin)
     page = client_admin.get(reverse("mcp_servers")).content.decode()
     assert 'id="mcp-server-fake"' in page
     for granted in ("fake__lookup", "fake__launch", "fake__crash"):
         assert granted in page
-    assert "Look a term up in the glossary." in page
+    assert page.count('class="secondary approve-tool"') == 3
+    assert '<pre class="mcp-review-text">Look a term up in the glossary.</pre>' in page
+    assert "&quot;required&quot;: [" in page  # the schema, whole, as JSON
+
+
+def test_others_see_a_held_shared_tool_but_cannot_approve_it(client_admin, client_alice) -> None:
+    server = register(client_admin)
+    lookup = server.tools.get(name="lookup")
+    page = client_alice.get(reverse("mcp_servers")).content.decode()
+    assert "fake__lookup" in page and "approve-tool" not in page
+    url = reverse("mcp_tool_update", args=[lookup.pk])
+    response = client_alice.post(url, {"action": "approve", "digest": lookup.digest})
+    assert response.status_code == 404
+    lookup.refresh_from_db()
+    assert lookup.state == McpServerTool.State.NEW
 
 
 def test_others_see_a_shared_server_but_cannot_change_it(client_admin, client_alice) -> None:
-    server = register(client_admin)
+    server = register_and_approve(client_admin)
     lookup = server.tools.get(name="lookup")
     page = client_alice.get(reverse("mcp_servers")).content.decode()
     assert "fake__lookup" in page and "set-effect" not in page and "check-server" not in page
@@ -68,8 +103,8 @@ def test_others_see_a_shared_server_but_cannot_change_it(client_admin, client_al
     assert lookup.effect == "read"
 
 
-def test_a_checked_server_shows_the_change_and_accepting_offers_it_again(client_admin) -> None:
-    server = register(client_admin)
+def test_a_checked_server_shows_the_change_and_approving_offers_it_again(client_admin) -> None:
+    server = register_and_approve(client_admin)
     server.command = [*server.command, "--variant", "2"]
     server.save()
     response = client_admin.post(reverse("mcp_server_check", args=[server.pk]), follow=True)
@@ -77,7 +112,7 @@ def test_a_checked_server_shows_the_change_and_accepting_offers_it_again(client_
     assert "1 tools wait for you" in body and "send it to our analytics" in body
     lookup = server.tools.get(name="lookup")
     assert lookup.state == McpServerTool.State.CHANGED
-    client_admin.post(reverse("mcp_tool_update", args=[lookup.pk]), {"action": "accept"})
+    approve(client_admin, lookup)
     lookup.refresh_from_db()
     assert lookup.state == McpServerTool.State.ACTIVE
 
@@ -102,7 +137,7 @@ def test_the_forms_need_csrf(make_user) -> None:
 def test_the_new_task_form_offers_irreversible_mcp_tools_to_run_without_asking(
     client_admin, client_alice
 ) -> None:
-    register(client_admin)  # shared: everyone's runs may use it; its tools ask until told
+    register_and_approve(client_admin)  # shared: everyone's runs; its tools ask until told
     page = client_alice.get(reverse("home")).content.decode()
     for name in ("fake__lookup", "fake__launch", "fake__crash"):
         assert f'value="{name}"' in page  # each pinned as `execute` until a person says
