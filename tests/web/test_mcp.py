@@ -5,6 +5,8 @@ effect or approves a change; forms need CSRF."""
 from __future__ import annotations
 
 import re
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +14,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from agentsite.embedded import free_port
 from planner_ui.models import McpServer, McpServerTool, Run
+from planner_ui.selectors.tools import tools_for_user
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db
 REPO = Path(__file__).resolve().parents[2]
@@ -148,3 +153,54 @@ def test_the_new_task_form_offers_irreversible_mcp_tools_to_run_without_asking(
     )
     assert response.status_code == 302, response.content.decode()[:2000]
     assert Run.objects.get().auto_tools == ["fake__launch"]
+
+
+@pytest.fixture
+def url_server(tmp_path, settings):
+    """A real MCP server over streamable HTTP on 127.0.0.1, which the tools' policy allows."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.mcp_server", "--log", str(tmp_path / "log"),
+         "--http", str(port)],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    settings.AGENTSITE_TOOL_SETTINGS = {
+        **settings.AGENTSITE_TOOL_SETTINGS,
+        "net_allow": ["127.0.0.1"],
+    }
+    wait_until(lambda: _listening(port), timeout=30, what="the MCP server's port")
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def test_a_person_reviews_and_approves_the_tools_of_their_own_url_server(
+    url_server, alice, client_alice, make_user
+) -> None:
+    response = client_alice.post(
+        reverse("mcp_server_new"),
+        {"name": "mine", "transport": "http", "url": url_server},
+        follow=True,
+    )
+    body = response.content.decode()
+    assert "Registered &#x27;mine&#x27; with 3 tools. They are held: no run is offered one " in body
+    assert "until you review" in body
+    server = McpServer.objects.get(name="mine", owner=alice)
+    assert "mine__lookup" not in tools_for_user(alice)
+    bob_user = make_user("bob")
+    bob = Client()
+    bob.force_login(bob_user)
+    lookup = server.tools.get(name="lookup")
+    url = reverse("mcp_tool_update", args=[lookup.pk])
+    assert bob.post(url, {"action": "approve", "digest": lookup.digest}).status_code == 404
+    assert "is offered to runs, as you reviewed it" in approve(client_alice, lookup)
+    assert "mine__lookup" in tools_for_user(alice)
+    assert "mine__lookup" not in tools_for_user(bob_user)
