@@ -27,7 +27,7 @@ def hold_unreviewed(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('planner_ui', '0017_sealed_provider_keys'),
+        ('planner_ui', '0018_allowed_hosts'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
