@@ -1,5 +1,9 @@
 """For load balancers and orchestrators: /healthz says the process answers; /readyz says it can
-do its work (the database, Redis, and at least one worker that said it is alive)."""
+do its work (the database, Redis, and at least one worker that said it is alive).
+
+Only staff see what /readyz checked: the workers' host names and the errors' text describe the
+deployment to whoever asks. Everyone else, the orchestrator included, gets the status alone,
+which is all a probe reads."""
 
 from __future__ import annotations
 
@@ -23,7 +27,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def readyz(request: HttpRequest) -> JsonResponse:
     checks = {"database": _database(), "redis": _redis(), "workers": _workers()}
     ready = all(check["ok"] for check in checks.values())
-    return JsonResponse({"ready": ready, "checks": checks}, status=200 if ready else 503)
+    body: dict = {"ready": ready}
+    if request.user.is_active and request.user.is_staff:
+        body["checks"] = checks
+    return JsonResponse(body, status=200 if ready else 503)
 
 
 def _database() -> dict:

@@ -21,9 +21,22 @@ def test_healthz_needs_no_login_and_no_database(client):
     assert response.status_code == 200 and response.json() == {"status": "ok"}
 
 
+@pytest.fixture
+def client_staff(make_user):
+    from django.test import Client
+
+    admin = make_user("root")
+    admin.is_staff = True
+    admin.save()
+    client = Client()
+    client.force_login(admin)
+    return client
+
+
 @pytest.mark.django_db
-def test_readyz_says_what_is_missing(client):
-    response = client.get("/readyz")
+def test_readyz_says_what_is_missing_to_staff(client_staff, client):
+    assert client.get("/readyz").json() == {"ready": False}  # anyone else: the status alone
+    response = client_staff.get("/readyz")
     assert response.status_code == 503
     assert response.json() == {
         "ready": False,
@@ -36,10 +49,10 @@ def test_readyz_says_what_is_missing(client):
 
 
 @pytest.mark.django_db
-def test_readyz_is_ready_with_a_live_worker(client):
+def test_readyz_is_ready_with_a_live_worker(client_staff):
     beat = worker_alive_beat("celery@machine-b")
     try:
-        response = client.get("/readyz")
+        response = client_staff.get("/readyz")
     finally:
         beat.stop()
     assert response.status_code == 200
