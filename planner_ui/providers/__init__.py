@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from planner_ui.core.errors import ProviderError
+from planner_ui.core.redaction import redact_url
 from planner_ui.core.routing import Route
 
 from .base import Provider
@@ -93,7 +94,7 @@ def build_provider(
 def _refuse_remote(route: Route, connection: Connection, allow_model_requests: bool) -> None:
     # After the client is made, so a missing key is still reported as such; before any call.
     if not allow_model_requests and not is_local_url(connection.base_url):
-        where = connection.base_url or f"{route.provider}'s own API"
+        where = redact_url(connection.base_url) or f"{route.provider}'s own API"
         raise ProviderError(
             f"Model requests are switched off here (AGENTSITE_ALLOW_MODEL_REQUESTS=false, as in "
             f"every test), so {route.label} may not reach {where}: use the offline provider or "

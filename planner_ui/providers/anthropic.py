@@ -13,6 +13,8 @@ from typing import Any
 import anthropic
 import httpx2
 
+from planner_ui.core.redaction import redact_url
+
 from .base import (
     Message,
     ModelReply,
@@ -139,7 +141,7 @@ class AnthropicProvider(Provider):
             )
         elif isinstance(exc, anthropic.APIConnectionError):
             error = ProviderError(
-                f"Cannot reach the Anthropic API at {client.base_url} "
+                f"Cannot reach the Anthropic API at {redact_url(str(client.base_url))} "
                 f"({retries_text(client.max_retries)}): {exc.__cause__ or exc}"
             )
         elif isinstance(exc, httpx2.HTTPError):

@@ -11,17 +11,20 @@ planner_ui.providers.base, and ProviderError when something goes wrong.
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote
 
 import httpx2
 import openai
 from openai.types.chat import ChatCompletionChunk
 
 from planner_ui.core.errors import ReplyCutOff
+from planner_ui.core.redaction import redact_url
 
 from .base import (
     Message,
@@ -195,7 +198,9 @@ class OpenAICompatProvider(Provider):
 
     @property
     def _base_url(self) -> str:
-        return str(self._client.base_url).rstrip("/")
+        """The server's address for messages, which reach the run's owner: without the
+        credentials an admin may have put in it."""
+        return redact_url(str(self._client.base_url).rstrip("/"))
 
     def _redact(self, text: str) -> str:
         """The text without the API key, should a server echo it back (OpenAI quotes it in
@@ -203,6 +208,12 @@ class OpenAICompatProvider(Provider):
         key = self._client.api_key
         if key and key != NO_KEY_PLACEHOLDER:
             text = text.replace(key, "***")
+        # A user and password in the base URL go out as HTTP Basic credentials, which a
+        # server may quote back the same way.
+        url = self._client.base_url
+        if url.userinfo:
+            basic = base64.b64encode(unquote(url.userinfo.decode()).encode()).decode()
+            text = text.replace(basic, "***")
         return text
 
     def _error(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner_ui.core.redaction import redact_url
 from planner_ui.models import mask_key
 from planner_ui.services.providers import credentials
 
@@ -18,9 +19,12 @@ class ProviderStatus:
     detail: str
 
 
-def provider_status() -> list[ProviderStatus]:
+def provider_status(*, staff: bool = False) -> list[ProviderStatus]:
+    """Every provider's state; the OpenAI-compatible server's address without the credentials
+    it may carry, unless `staff` (who may read them in the admin anyway)."""
     anthropic = credentials("anthropic")
     openai = credentials("openai")
+    openai_url = openai.base_url if staff else redact_url(openai.base_url)
     return [
         ProviderStatus("offline", "Offline", True, "built in, deterministic, free"),
         ProviderStatus(
@@ -37,7 +41,7 @@ def provider_status() -> list[ProviderStatus]:
             "openai",
             "OpenAI-compatible",
             bool(openai.base_url),
-            f"{openai.base_url} (from the {openai.source})"
+            f"{openai_url} (from the {openai.source})"
             if openai.base_url
             else "no server: set OPENAI_BASE_URL, e.g. http://localhost:11434/v1 for Ollama",
         ),

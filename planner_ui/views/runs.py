@@ -226,7 +226,7 @@ def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
     return {
         "form": form,
         "recent": run_list_for_user(user)[:5],
-        "providers": provider_status(),
+        "providers": provider_status(staff=user.is_staff),
         "local": local_models_panel() if user.is_staff else None,
         "model_suggestions": model_suggestions(),
         # The form still takes a task without a worker: it waits, and the person is told.
