@@ -89,6 +89,10 @@ def _decider(run: Run, step_id: str, ctx: ToolContext, key_prefix: str) -> ToolR
         except Exception as exc:  # ToolError, or anything a tool's parse raises
             return str(exc), True
         key = f"{key_prefix}{iteration}:{call.id}"
+        if decision is Decision.ASK and run.forked_from_id:
+            # A call an original made is not made again (outbox): nothing to ask a person.
+            if outbox.made_by_an_original(run.pk, tool.name, call.arguments) is not None:
+                decision = Decision.RUN
         if decision is Decision.DRY_RUN:
             return outbox.record_dry_run(
                 run_id=run.pk, step_id=step_id, call_key=key, tool=tool, arguments=call.arguments

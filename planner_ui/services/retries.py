@@ -2,8 +2,9 @@
 steps after it), or forks a new run from a step, reusing what came before it.
 
 Nothing irreversible is performed again behind a person's back: a retried step's calls go
-through the run's gates like any other, and a fork never repeats the calls of the steps it
-reuses: their receipts come along, marked as reused.
+through the run's gates like any other, and a fork never repeats a call its original made: the
+receipts of the steps it reuses come along, marked as reused, and a step it runs again that
+asks for the same call (tool and arguments) gets the original's result (services.outbox).
 """
 
 from __future__ import annotations
@@ -126,8 +127,9 @@ def run_fork(*, run_id: int, step_id: str, user: AbstractBaseUser) -> Run:
     """A new run with the same plan, that reuses the outputs of the steps `step_id` depends on
     (directly or not) and runs the rest; it waits for the person's approval first, so they
     may change what is not reused. The steps run again get keys of their own run, so their
-    irreversible calls ask (or follow the policy) afresh; the reused ones' receipts come along
-    under keys that no call of the fork can claim."""
+    new irreversible calls ask (or follow the policy) afresh, while a call the original made
+    is not made again (services.outbox); the reused ones' receipts come along under keys that
+    no call of the fork can claim."""
     original = Run.objects.get(pk=run_id, owner=user)
     if original.baseline_of_id:
         raise InvalidTransition(_BASELINE)
