@@ -29,6 +29,8 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import IO
 
+from agentsite.file_modes import PRIVATE_DIR, open_private
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # sockaddr_un.sun_path holds 108 bytes on Linux, the terminating NUL included.
@@ -72,7 +74,7 @@ def start_redis(socket_path: Path, *, log_path: Path | None = None) -> subproces
                 "Stop it, or set REDIS_URL to use it."
             )
         socket_path.unlink()  # left behind by a Redis that was killed
-    socket_path.parent.mkdir(parents=True, exist_ok=True)
+    socket_path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
     command = [
         redis_server_binary(),
         "--port", "0",  # no TCP at all
@@ -361,9 +363,9 @@ def _spawn(
     child_env.setdefault("PYTHONUNBUFFERED", "1")  # log lines reach the file as they happen
     log: IO[bytes] | None = None
     if log_path is not None:
-        log_path = Path(log_path)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(log_path, "wb")  # closed below: the child keeps its own copy
+        # Logs may quote requests, tasks and errors: their owner's only. Closed below: the
+        # child keeps its own copy.
+        log = open_private(Path(log_path))
     try:
         return subprocess.Popen(
             command,

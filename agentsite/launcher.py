@@ -25,6 +25,7 @@ from types import FrameType
 from urllib.parse import urlsplit, urlunsplit
 
 from agentsite import embedded
+from agentsite.file_modes import open_private, private_dir
 from planner_ui.tools.sandbox import commands_from_environment
 
 BASE_DIR = embedded.BASE_DIR
@@ -51,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, _request_stop(stop_requested))
 
     var_dir, socket_path = _embedded_paths()
-    log_dir = var_dir / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
+    log_dir = private_dir(var_dir / "logs")
     env = dict(os.environ)
     env.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
     children: list[Child] = []
@@ -165,7 +165,8 @@ def _manage(env: dict[str, str], *command: str, log_path: Path | None = None) ->
         text=True,
     )
     if log_path is not None:
-        log_path.write_text(result.stdout)
+        with open_private(log_path, "w") as log:
+            log.write(result.stdout)
     if result.returncode != 0:
         raise LaunchError(
             f"manage.py {' '.join(command)} failed with exit code {result.returncode}:\n"

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import dj_database_url
 
+from agentsite.file_modes import PRIVATE_FILE, private_dir, tighten
 from planner_ui.core.plan import ROLES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("AGENTSITE_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+# The database, the secret key, the logs, the workspaces: only this site's user reads var/.
+private_dir(VAR_DIR)
 
 
 def _env_bool(name: str, default: bool = False) -> bool:
@@ -52,8 +54,20 @@ def _secret_key() -> str:
     if not path.exists():
         import secrets
 
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        # Written whole under another name, 0600 from the start, then linked into place: no
+        # process reads it half written or readable by others, and the first to link wins.
+        draft = path.with_name(f".secret_key.{os.getpid()}")
+        with os.fdopen(
+            os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE), "w"
+        ) as f:
+            f.write(secrets.token_urlsafe(50))
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass  # another process of this site made it first: theirs is the key
+        finally:
+            draft.unlink()
+    tighten(path, PRIVATE_FILE)  # a key an older install left readable
     return path.read_text().strip()
 
 

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+from pathlib import Path
+from typing import Any
 
 from django.db.backends.sqlite3 import base
+
+from agentsite.file_modes import PRIVATE_FILE, private_file, tighten
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -24,6 +28,18 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if not name or name == ":memory:" or name.startswith("file:"):
             return None
         return name + ".writelock"
+
+    def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
+        # The file holds every password hash and token digest: made 0600 before SQLite makes
+        # it with the umask's mode, and tightened if an older install left it looser. SQLite
+        # gives its -wal and -shm files the database's mode; older ones are tightened too.
+        if self._lock_path() is not None:
+            database = Path(self.settings_dict["NAME"])
+            if database.parent.is_dir():
+                private_file(database)
+                for companion in ("-wal", "-shm"):
+                    tighten(Path(f"{database}{companion}"), PRIVATE_FILE)
+        return super().get_new_connection(conn_params)
 
     def _start_transaction_under_autocommit(self) -> None:
         path = self._lock_path()

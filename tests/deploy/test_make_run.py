@@ -9,6 +9,7 @@ import json
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -80,12 +81,16 @@ def _wait_ready(base: str, launcher: subprocess.Popen) -> dict:
 
 def test_make_run_starts_on_a_bare_environment_and_runs_a_task(launched) -> None:
     base, var_dir, printed, launcher = launched
-    ready = _wait_ready(base, launcher)
-    assert all(check["ok"] for check in ready["checks"].values()), ready
-    # The embedded default made its own secret key and database, in its own folder.
+    assert _wait_ready(base, launcher) == {"ready": True}  # the checks: for staff only
+    # The embedded default made its own secret key and database, in its own folder, and
+    # only their owner reads them, or the logs.
     assert (var_dir / "secret_key").exists() and (var_dir / "agentsite.sqlite3").exists()
     # bubblewrap is installed here (make test sees to it): the command tools run in its sandbox.
     assert "shell and python run sandboxed (bubblewrap: no network" in printed
+    for private in (var_dir / "secret_key", var_dir / "agentsite.sqlite3", var_dir / "logs"):
+        assert stat.S_IMODE(private.stat().st_mode) in (0o600, 0o700), private
+    for log in (var_dir / "logs").iterdir():
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600, log
     report = _submit(base, printed, {"task": "Compute 1500 * 0.2 + 75", "auto_approve": "on"})
     assert report["status"] == "succeeded", report
     assert "375" in report["result"]
