@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -103,6 +104,8 @@ INSTALLED_APPS = [
     "django_htmx",
     # The API's interactive docs page, served from this site's own static files.
     "ninja",
+    # Login throttling (below, AXES_*).
+    "axes",
     "planner_ui",
 ]
 
@@ -116,6 +119,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its page (429).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "agentsite.urls"
@@ -163,6 +168,26 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Login throttling (django-axes): after AGENTSITE_LOGIN_FAILURE_LIMIT wrong passwords for one
+# username from one address, that pair is refused for AGENTSITE_LOGIN_COOLOFF_MIN minutes, on
+# the login page and the admin's alike (every password check goes through authenticate()).
+# The pair, not the address alone (users behind one NAT) nor the username alone (anyone could
+# lock a person out). Attempts live in the database, so every web server counts the same ones.
+# Behind a proxy every request comes from its address: let Daphne take the client's from the
+# proxy's header (`daphne --proxy-headers`).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out pair before checking
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("AGENTSITE_LOGIN_FAILURE_LIMIT") or 5)
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("AGENTSITE_LOGIN_COOLOFF_MIN") or 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Trying again while locked out does not make the wait start over: the person who forgot their
+# password is told how long to wait, and that holds.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_DISABLE_ACCESS_LOG = True  # no table of every login's address and browser, kept forever
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -371,5 +396,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "httpx2": {"level": "WARNING"}},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},  # lockouts; not a line per process start
+    },
 }
