@@ -84,3 +84,18 @@ def test_the_lockout_ends_after_the_cool_off_and_a_success_clears_the_count(alic
     assert attempt(Client(), PASSWORD).status_code == 429
     time.sleep(1.2)
     assert attempt(Client(), PASSWORD).status_code == 302
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_through_the_asgi_handler_daphne_serves_it_is_throttled_too(alice):
+    """Daphne runs the middleware as coroutines, where django-axes answers from another path."""
+    from django.test import AsyncClient
+
+    client = AsyncClient()
+    url = reverse("login")
+    for n in range(LIMIT):
+        await client.post(url, {"username": "alice", "password": f"guess-{n}"})
+    locked = await client.post(url, {"username": "alice", "password": PASSWORD})
+    assert locked.status_code == 429
+    assert "After 5 wrong passwords for <strong>alice</strong>" in locked.content.decode()
