@@ -5,6 +5,7 @@ from django import template
 from django.utils.safestring import SafeString, mark_safe
 
 from planner_ui.core.pricing import dollars
+from planner_ui.core.redaction import redact_url
 from planner_ui.rendering import markdown_to_safe_html
 
 register = template.Library()
@@ -13,6 +14,12 @@ register = template.Library()
 @register.filter
 def markdown(text: str) -> SafeString:
     return mark_safe(markdown_to_safe_html(text))  # noqa: S308  sanitized by nh3
+
+
+@register.filter
+def redacted_url(url: str) -> str:
+    """An address without the credentials it may carry, for people who did not set it."""
+    return redact_url(url)
 
 
 @register.filter

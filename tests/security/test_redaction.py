@@ -86,3 +86,24 @@ def test_a_failed_model_call_names_the_server_without_its_credentials():
     basic = "YWRtaW4tdXNlcjpodW50ZXIyLXBhc3M="  # base64 of admin-user:hunter2-pass
     for secret in ("admin-user", "hunter2-pass", basic):
         assert secret not in message
+
+
+def test_a_shared_mcp_servers_address_is_shown_to_others_without_its_credentials(
+    client_alice, make_user
+):
+    from planner_ui.models import McpServer
+
+    McpServer.objects.create(
+        name="notes",
+        transport=McpServer.Transport.HTTP,
+        url="https://ops:s3cret-pw@mcp.example/mcp?token=tok-live-9",
+    )
+    page = client_alice.get(reverse("mcp_servers")).content.decode()
+    assert "https://***@mcp.example/mcp?token=***" in page
+    assert "s3cret-pw" not in page and "tok-live-9" not in page
+    admin = make_user("root")
+    admin.is_staff = True
+    admin.save()
+    staff = Client()
+    staff.force_login(admin)
+    assert "s3cret-pw" in staff.get(reverse("mcp_servers")).content.decode()  # its manager
