@@ -31,3 +31,7 @@ from .settings import *  # noqa: E402,F403
 
 # Hashing test users' passwords slowly buys nothing.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Login throttling stays configured (the backend, the middleware) but off: the test client's
+# login() calls authenticate() without a request, which django-axes refuses, and a suite that
+# logs in often must not lock itself out. tests/security/test_login_throttle.py turns it on.
+AXES_ENABLED = False

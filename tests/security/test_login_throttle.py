@@ -15,6 +15,13 @@ from django.urls import reverse
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def throttling(settings):
+    """On, as in production (agentsite.settings); the test settings switch it off."""
+    settings.AXES_ENABLED = True
+
+
 PASSWORD = "pw-for-tests-1"  # conftest's make_user
 LIMIT = 5  # AXES_FAILURE_LIMIT's default (AGENTSITE_LOGIN_FAILURE_LIMIT)
 
