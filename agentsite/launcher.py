@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from urllib.parse import urlsplit, urlunsplit
 
 from agentsite import embedded
 from agentsite.file_modes import open_private, private_dir
+from planner_ui.core.redaction import redact_url
 from planner_ui.tools.sandbox import commands_from_environment
 
 BASE_DIR = embedded.BASE_DIR
@@ -182,10 +182,10 @@ def _bring_up_redis(
     if external := env.get("REDIS_URL"):
         if not embedded.redis_ping(external, timeout=3.0):
             raise LaunchError(
-                f"REDIS_URL is {_redacted(external)}, and no Redis answers there. Start that "
+                f"REDIS_URL is {redact_url(external)}, and no Redis answers there. Start that "
                 "Redis, or unset REDIS_URL to use the embedded one."
             )
-        return f"{_redacted(external)} (from REDIS_URL)"
+        return f"{redact_url(external)} (from REDIS_URL)"
     log_path = log_dir / "redis.log"
     try:
         process = embedded.start_redis(socket_path, log_path=log_path)
@@ -323,15 +323,6 @@ def _browser_host(bind_host: str) -> str:
     if bind_host == "::":
         return "[::1]"
     return f"[{bind_host}]" if ":" in bind_host else bind_host
-
-
-def _redacted(url: str) -> str:
-    """The URL without its password, for printing."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _say(message: str) -> None:

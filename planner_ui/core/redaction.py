@@ -40,4 +40,9 @@ def redact_url(url: str) -> str:
                 [(name, HIDDEN if _SECRET_NAME.search(name) else value) for name, value in pairs],
                 safe="*",
             )
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+    if netloc == parts.netloc and query == parts.query:
+        return url  # as given: urlunsplit would also drop the "//" of unix:///path
+    shown = urlunsplit(parts._replace(netloc=netloc, query=query))
+    if not netloc and url.startswith(f"{parts.scheme}://"):
+        shown = shown.replace(f"{parts.scheme}:", f"{parts.scheme}://", 1)
+    return shown

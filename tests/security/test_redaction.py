@@ -34,6 +34,13 @@ SECRET_URL = "http://admin-user:hunter2-pass@models.example:8080/v1?api_key=sk-l
         # urlsplit refuses these; the credentials go all the same.
         ("http://u:p@[::1/v1?key=k", "http://***@[::1/v1?***"),
         ("", ""),
+        # REDIS_URL, printed by the launcher.
+        ("redis://:pw@host:6379/0", "redis://***@host:6379/0"),
+        ("unix:///srv/var/redis.sock", "unix:///srv/var/redis.sock"),
+        (
+            "unix:///srv/var/redis.sock?password=pw&db=1",
+            "unix:///srv/var/redis.sock?password=***&db=1",
+        ),
     ],
 )
 def test_redact_url(url: str, shown: str) -> None:
