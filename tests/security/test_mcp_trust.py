@@ -26,6 +26,7 @@ from django.test import Client
 from django.urls import reverse
 
 from agentsite.embedded import free_port
+from planner_ui.agents.prompts import MCP_DESCRIPTIONS_RULE
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
 from planner_ui.models import McpServer, McpServerTool
@@ -130,7 +131,9 @@ def test_a_poisoned_description_reaches_the_planner_only_inside_a_data_block(
     assert described is not None
     assert "&lt;/tools&gt;" in described.group(1)
     assert POISONED_DESCRIPTION in html.unescape(described.group(1))
-    assert "<tool_descriptions>" in request.system  # ... which the system prompt calls data
+    # ... which the message calls data, in our words, outside the block (the system prompt stays
+    # as it is for plans of built-in tools only).
+    assert MCP_DESCRIPTIONS_RULE in outside
     # The list of tools names each offered tool once, and nothing the server wrote poses as one.
     tools_block = re.search(r"<tools>\n(.*?)\n</tools>", message, re.S).group(1)
     names = [line.split(":", 1)[0] for line in tools_block.splitlines()]
