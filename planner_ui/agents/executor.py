@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -15,7 +18,18 @@ from planner_ui.core.messages import (
     ToolSpec,
     Usage,
 )
-from planner_ui.core.prompt_contract import REPORT_FAILURE_TOOL, STEP_FAILED_PATTERN
+from planner_ui.core.prompt_contract import (
+    REPORT_FAILURE_TOOL,
+    STEP_FAILED_PATTERN,
+    echoes_scaffolding,
+)
+from planner_ui.core.text_calls import (
+    TextCall,
+    description_examples,
+    echoed_example,
+    is_call_shaped,
+    recognise_calls,
+)
 from planner_ui.providers.base import Provider
 from planner_ui.tools import REGISTRY, Tool, ToolContext
 from planner_ui.tools.command import CommandTool
@@ -78,6 +92,77 @@ def _reported_failure(call: ToolCall) -> StepFailed:
     reason = call.arguments.get("reason") if isinstance(call.arguments, dict) else None
     reason = str(reason or "").strip()[:500] or "no reason given"
     return StepFailed(f"the executor could not proceed: {reason}")
+
+
+# A final answer that is not a result is asked for once more, saying why, then fails the step.
+MAX_CORRECTIONS = 1
+CORRECTION_OPENING = "Your last reply is not the step's result:"
+# Empty blocks a small model copies from the prompt's layout before its answer ("<tools></tools>").
+_EMPTY_TAGS = re.compile(r"^(?:\s*<(\w+)>\s*</\1>)+\s*")
+# How long a reply may be and still be taken for a bare echo of a description's example: a
+# long answer that mentions one is using it, not copying it.
+_ECHO_MAX_CHARS = 300
+
+
+def not_a_result(
+    output: str,
+    given: str,
+    known: set[str],
+    examples: Mapping[str, Sequence[str]],
+    granted: Sequence[str],
+) -> str:
+    """Why a step's final answer is not a result, or "" when it may be one: the prompt's own
+    blocks written back, a call to a tool the step cannot call written as text, or the example
+    from a tool's description copied. (`given`: the instruction and context, as written.)"""
+    if echoes_scaffolding(output, given):
+        return (
+            "it repeats the prompt's own <instruction>, <context> or <output> blocks instead of "
+            "giving the step's result"
+        )
+    if is_call_shaped(output, known):
+        names = recognise_calls(output, ()).foreign
+        tools = ", ".join(granted) or "none"
+        return (
+            f"it is a call to {', '.join(dict.fromkeys(names))} written as text, and this step "
+            f"has no such tool (its tools: {tools})"
+        )
+    if len(output) <= _ECHO_MAX_CHARS:
+        for name, shown in examples.items():
+            if example := echoed_example(output, shown, given):
+                return (
+                    f"it repeats {example!r}, the example from the {name} tool's description, "
+                    "which this step was not asked about"
+                )
+    return ""
+
+
+def correction(problem: str) -> str:
+    """What the model is told when its answer was not a result."""
+    return (
+        f"{CORRECTION_OPENING} {problem}. If you need a tool, call it with the values this step "
+        "needs; otherwise reply with the step's result itself, as Markdown, with no tags."
+    )
+
+
+def _corrections(state: Checkpoint) -> int:
+    return sum(
+        1
+        for m in state.messages
+        if m.get("role") == "user" and str(m.get("content", "")).startswith(CORRECTION_OPENING)
+    )
+
+
+def _as_call(found: TextCall) -> ToolCall:
+    """A call recognised in text, with an id of its own so its result can answer it."""
+    return ToolCall(f"text_{uuid.uuid4().hex[:20]}", found.name, found.arguments, found.parse_error)
+
+
+def _example_refusal(tool: str, example: str) -> str:
+    return (
+        f"{tool} was not run: its arguments repeat {example!r}, the example from the tool's "
+        "description, which this step was not asked about. Call it with the values this step "
+        "needs."
+    )
 
 
 def stop_reason_failure(stop_reason: str, text: str, who: str = "the model") -> str:
@@ -144,6 +229,15 @@ def run_step(
     state = checkpoint or Checkpoint(
         messages=[{"role": "user", "content": executor_message(step.instruction, context)}]
     )
+    # Any tool the run has counts when written as text, granted or not: an ungranted one is
+    # refused below, as a native call to it is.
+    known = {*available, REPORT_FAILURE_TOOL}
+    # What the step was asked, as written: a value it names is the step's, never an echo.
+    given = "\n".join([step.instruction, *(output for _, _, output in context)])
+    examples = {
+        name: description_examples(spec.description, spec.input_schema)
+        for name, spec in ((name, tool.spec()) for name, tool in granted.items())
+    }
 
     def saved() -> None:
         if save is not None:
@@ -162,6 +256,10 @@ def run_step(
                     f"granted tools: {', '.join(granted) or 'none'}"
                 )
                 is_error = True
+            elif example := echoed_example(
+                json.dumps(call.arguments, ensure_ascii=False), examples.get(call.name, ()), given
+            ):
+                content, is_error = _example_refusal(call.name, example), True
             else:
                 try:
                     content, is_error = perform(call, tool, state.iteration)
@@ -200,30 +298,51 @@ def run_step(
             if live is not None:
                 live.flush()
             raise
-        # The rest of a final answer's text is not sent: the step's output, a moment later,
-        # is that text whole, and it ends the step's live text on every page.
-        if live is not None and reply.tool_calls:
-            live.flush()
         if reply.stop_reason in ("refusal", "model_context_window_exceeded"):
             raise StepFailed(stop_reason_failure(reply.stop_reason, reply.text))
-        if not reply.tool_calls:
+        calls, text, in_text = list(reply.tool_calls), reply.text, False
+        if not calls:
+            # Small local models often write their call out instead of making it: run it as
+            # the call it is, the same way (grant, schema, gates), and say so on the step.
+            found = recognise_calls(reply.text, known)
+            if found.calls:
+                calls, text, in_text = [_as_call(c) for c in found.calls], found.prose, True
+        # The rest of a final answer's text is not sent: the step's output, a moment later,
+        # is that text whole, and it ends the step's live text on every page.
+        if live is not None and calls:
+            live.flush()
+        if not calls:
             if failure := stop_reason_failure(reply.stop_reason, reply.text):
                 raise StepFailed(failure)
             output = reply.text.strip()
             if not output:
                 raise StepFailed("the model finished without any output")
-            if marker := STEP_FAILED_PATTERN.match(output):
-                reason = output[marker.end() :].strip().partition("\n")[0]
+            if marker := STEP_FAILED_PATTERN.match(_EMPTY_TAGS.sub("", output)):
+                reason = _EMPTY_TAGS.sub("", output)[marker.end() :].strip().partition("\n")[0]
+                reason = reason.rstrip("*_` ")
                 raise StepFailed(f"the executor could not proceed: {reason or 'no reason'}")
-            return StepOutcome(output, state.usage, state.model_calls, state.tool_calls)
-        state.messages.append(
-            {"role": "assistant", "content": reply.text, "tool_calls": list(reply.tool_calls)}
-        )
-        for call in reply.tool_calls:
-            on_event(
-                "step.tool_call",
-                {"call_id": call.id, "tool": call.name, "arguments": call.arguments},
-            )
+            problem = not_a_result(output, given, known, examples, list(granted))
+            if not problem:
+                return StepOutcome(output, state.usage, state.model_calls, state.tool_calls)
+            if _corrections(state) >= MAX_CORRECTIONS:
+                raise StepFailed(f"the executor's answer was not a result: {problem}")
+            # Once more, told why: a small model often gets it right when it is told.
+            state.messages += [
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": correction(problem)},
+            ]
+            saved()
+            continue
+        state.messages.append({"role": "assistant", "content": text, "tool_calls": calls})
+        for call in calls:
+            payload: dict[str, Any] = {
+                "call_id": call.id,
+                "tool": call.name,
+                "arguments": call.arguments,
+            }
+            if in_text:
+                payload["recognised_in_text"] = True
+            on_event("step.tool_call", payload)
         saved()
 
 

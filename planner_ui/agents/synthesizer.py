@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from planner_ui.core.errors import StepFailed
 from planner_ui.core.messages import ModelRequest, Usage
 from planner_ui.core.prompt_contract import echoes_scaffolding
+from planner_ui.core.text_calls import description_examples, echoed_example, is_call_shaped
 from planner_ui.providers.base import Provider
+from planner_ui.tools import REGISTRY
 
 from .executor import LiveText, StepOutcome, stop_reason_failure
 from .prompts import SYNTHESIZER_SYSTEM, output_block, task_block
@@ -18,6 +20,37 @@ ECHO_CORRECTION = (
     "Your reply repeated the request's <task> and <output> tags instead of writing the "
     "deliverable. Write only the deliverable itself, as Markdown, without any of those tags."
 )
+ECHO_FAILURE = (
+    "the synthesizer wrote the prompt's <task>/<output> structure back instead of a "
+    "deliverable, twice"
+)
+# The problem of a reply that wrote the prompt's blocks back: it has its own words for both.
+SCAFFOLDING = "the prompt's own blocks written back"
+# A deliverable this short that holds a tool description's example is taken for a copy of it.
+_ECHO_MAX_CHARS = 300
+
+
+def not_a_deliverable(text: str, task: str, outputs: Sequence[tuple[str, str, str]]) -> str:
+    """Why a reply is not a deliverable ("" when it may be one): the prompt written back, a
+    tool call written as text (the synthesizer calls no tools), or a tool's example copied."""
+    if echoes_scaffolding(text, task):
+        return SCAFFOLDING
+    if is_call_shaped(text, REGISTRY):
+        return (
+            "it is a tool call written as text, not a deliverable (the synthesizer calls no "
+            "tools: the steps did, and their outputs are all there is)"
+        )
+    given = "\n".join([task, *(output for _, _, output in outputs)])
+    if len(text.strip()) <= _ECHO_MAX_CHARS:
+        for name, tool in REGISTRY.items():
+            spec = tool.spec()
+            shown = description_examples(spec.description, spec.input_schema)
+            if example := echoed_example(text, shown, given):
+                return (
+                    f"it repeats {example!r}, the example from the {name} tool's description, "
+                    "which neither the task nor the step outputs hold"
+                )
+    return ""
 
 
 def synthesize(
@@ -50,19 +83,28 @@ def synthesize(
             raise StepFailed(failure)
         if not reply.text.strip():
             raise StepFailed(f"the synthesizer produced no deliverable ({reply.stop_reason})")
-        if not echoes_scaffolding(reply.text, task):
+        problem = not_a_deliverable(reply.text, task, outputs)
+        if not problem:
             return StepOutcome(output=reply.text.strip(), usage=usage, model_calls=calls)
         if attempt < MAX_ATTEMPTS:
-            # Once more, told what went wrong: the prompt's structure came back, not a deliverable.
+            # Once more, told what went wrong.
             request = dataclasses.replace(
                 request,
                 messages=[
                     *request.messages,
                     {"role": "assistant", "content": reply.text},
-                    {"role": "user", "content": ECHO_CORRECTION},
+                    {"role": "user", "content": _correction(problem)},
                 ],
             )
-    raise StepFailed(
-        "the synthesizer wrote the prompt's <task>/<output> structure back instead of a "
-        "deliverable, twice"
+    if problem == SCAFFOLDING:
+        raise StepFailed(ECHO_FAILURE)
+    raise StepFailed(f"the synthesizer's reply was not a deliverable, twice: {problem}")
+
+
+def _correction(problem: str) -> str:
+    if problem == SCAFFOLDING:
+        return ECHO_CORRECTION
+    return (
+        f"Your reply is not the deliverable: {problem}. Write the deliverable itself from the "
+        "step outputs, as Markdown."
     )

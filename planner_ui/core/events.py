@@ -126,6 +126,9 @@ class ToolCallPayload(TypedDict):
     call_id: str
     tool: str
     arguments: dict[str, Any]
+    # True when the model wrote the call as text (a JSON block, <tool_call> tags) instead of
+    # making it natively, and the executor recognised it there.
+    recognised_in_text: NotRequired[bool]
 
 
 class ToolResultPayload(TypedDict):

@@ -234,3 +234,50 @@ def _prose(text: str, spans: list[tuple[int, int]]) -> str:
 def _meaningful(text: str) -> bool:
     """Whether text says anything: more than braces, brackets, commas and stray fences."""
     return bool(re.sub(r"[\s{}\[\],`]+|json", "", text))
+
+
+# "e.g. '12 * (3 + 4)'", "for example `ls -la`": the quoted example after the phrase.
+_EXAMPLE = re.compile(
+    r"(?:e\.g\.|for example|for instance|such as)[,:]?\s*"
+    r"(?:'([^'\n]+)'|\"([^\"\n]+)\"|`([^`\n]+)`)",
+    re.I,
+)
+# Shorter examples ("a", "42") are too common to tell an echo from an answer.
+_MIN_EXAMPLE_CHARS = 4
+
+
+def description_examples(description: str, input_schema: dict[str, Any]) -> list[str]:
+    """The example values a tool's description and its schema show (quoted after "e.g.", or a
+    schema's `example`/`examples`): what a model that copies the description writes back."""
+    texts: list[str] = [description]
+    values: list[Any] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("description"), str):
+                texts.append(node["description"])
+            if "example" in node:
+                values.append(node["example"])
+            if isinstance(node.get("examples"), list):
+                values.extend(node["examples"])
+            for value in node.values():
+                if isinstance(value, dict | list):
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(input_schema)
+    found = [next(g for g in m.groups() if g) for t in texts for m in _EXAMPLE.finditer(t)]
+    found += [v for v in values if isinstance(v, str)]
+    unique = dict.fromkeys(e.strip() for e in found if len(e.strip()) >= _MIN_EXAMPLE_CHARS)
+    return list(unique)
+
+
+def echoed_example(text: str, examples: Collection[str], given: str) -> str:
+    """The first example `text` repeats that `given` (what the model was asked) does not hold,
+    or "": an example the task itself names is the task's, not an echo."""
+    for example in examples:
+        if example in text and example not in given:
+            return example
+    return ""

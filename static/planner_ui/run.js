@@ -275,7 +275,7 @@
         return p.role + " call to " + p.model + ": " + p.input_tokens + " tokens in" +
           (p.cache_read_tokens ? " (" + p.cache_read_tokens + " cached)" : "") + ", " + p.output_tokens + " out, " +
           (p.cost_usd === null ? "unpriced" : money(parseFloat(p.cost_usd))) + ", " + p.latency_ms + " ms";
-      case "step.tool_call": return "calls " + p.tool + " " + JSON.stringify(p.arguments);
+      case "step.tool_call": return "calls " + p.tool + " " + JSON.stringify(p.arguments) + (p.recognised_in_text ? " (recognised in text)" : "");
       case "step.tool_result": return (p.is_error ? "tool error from " : "result from ") + p.tool + ": " + p.content.slice(0, 300);
       case "step.succeeded": return "succeeded in " + (p.duration_s || 0).toFixed(2) + " s";
       case "step.failed": return "failed: " + p.error;

@@ -117,3 +117,44 @@ def test_a_block_opened_and_closed_is_an_echo_even_without_output_tags() -> None
     echo = "<context>\nNotes from earlier\n</context>\nThe answer is 3."
     provider = ScriptedProvider([reply(echo), reply("The answer is 3.")])
     assert synthesize(provider, "t", OUTPUTS).model_calls == 2
+
+
+CALL = '```json\n{"name": "read_file", "arguments": {"path": "data/summary_of_tea.txt"}}\n```'
+
+
+def test_a_tool_call_written_as_the_deliverable_is_asked_again_then_fails() -> None:
+    # As Qwen2.5-Coder-1.5B answered the synthesizer of "Research tea, coffee and mate".
+    provider = ScriptedProvider([reply(CALL), reply(CALL)])
+
+    with pytest.raises(StepFailed) as caught:
+        synthesize(provider, "Research tea, coffee and mate", OUTPUTS)
+
+    assert str(caught.value) == (
+        "the synthesizer's reply was not a deliverable, twice: it is a tool call written as "
+        "text, not a deliverable (the synthesizer calls no tools: the steps did, and their "
+        "outputs are all there is)"
+    )
+    assert (
+        provider.requests[1]
+        .messages[-1]["content"]
+        .startswith("Your reply is not the deliverable: it is a tool call written as text")
+    )
+
+
+def test_a_call_to_a_made_up_tool_is_no_deliverable_either() -> None:
+    text = '{"name": "math_operation", "arguments": {"operation": "multiply"}, "result": 400}'
+    provider = ScriptedProvider([reply(text), reply("# Results\n\n400 and 45.")])
+    outcome = synthesize(provider, "Compute 17.5% of 2480", OUTPUTS)
+    assert outcome.output == "# Results\n\n400 and 45." and outcome.model_calls == 2
+
+
+def test_a_copied_example_is_no_deliverable() -> None:
+    provider = ScriptedProvider([reply("12 * (3 + 4) = 84"), reply("12 * (3 + 4) = 84")])
+    with pytest.raises(StepFailed, match="it repeats '12 \\* \\(3 \\+ 4\\)', the example"):
+        synthesize(provider, "Compute 1500 * 0.2 + 75", OUTPUTS)
+
+
+def test_an_example_the_outputs_hold_is_theirs() -> None:
+    outputs = [("calc", "Calc", "12 * (3 + 4) = 84")]
+    outcome = synthesize(ScriptedProvider([reply("84")]), "What is 12 * (3 + 4)?", outputs)
+    assert outcome.output == "84"

@@ -1,0 +1,229 @@
+"""run_step with calls written as text, and with final answers that are no result: a call
+recognised in a reply's text goes the way of a native one; garbage is asked for once more,
+then fails the step with the reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from planner_ui.agents.executor import CORRECTION_OPENING, correction
+from planner_ui.providers.base import ToolCall, ToolResult
+from planner_ui.tools import Tool, ToolContext
+
+from .conftest import ScriptedProvider, reply
+from .test_executor import run, step, step_failure
+
+FENCED_CALL = '```json\n{"name": "calculator", "arguments": {"expression": "%s"}}\n```'
+
+
+def test_a_fenced_call_is_run_like_a_native_one(tool_ctx: ToolContext) -> None:
+    provider = ScriptedProvider(
+        [reply("I will compute it.\n\n" + FENCED_CALL % "6 * 7"), reply("6 * 7 = 42")]
+    )
+
+    outcome, events = run(provider, step("calculator"), tool_ctx)
+
+    assert outcome.output == "6 * 7 = 42"
+    assert (outcome.model_calls, outcome.tool_calls) == (2, 1)
+    (kind, payload), result = events
+    assert kind == "step.tool_call"
+    call_id = payload["call_id"]
+    assert call_id.startswith("text_")
+    assert payload == {
+        "call_id": call_id,
+        "tool": "calculator",
+        "arguments": {"expression": "6 * 7"},
+        "recognised_in_text": True,
+    }
+    assert result == (
+        "step.tool_result",
+        {"call_id": call_id, "tool": "calculator", "content": "6 * 7 = 42", "is_error": False},
+    )
+    # The history carries the call as a call (so its result can answer it), and the text
+    # around it without the call written out a second time.
+    assert provider.requests[1].messages[1:] == [
+        {
+            "role": "assistant",
+            "content": "I will compute it.",
+            "tool_calls": [ToolCall(call_id, "calculator", {"expression": "6 * 7"})],
+        },
+        {"role": "tool", "results": [ToolResult(call_id, "6 * 7 = 42", False)]},
+    ]
+
+
+def test_a_native_call_carries_no_flag(tool_ctx: ToolContext) -> None:
+    call = ToolCall("n", "calculator", {"expression": "6 * 7"})
+    provider = ScriptedProvider([reply("", call), reply("42")])
+    _, events = run(provider, step("calculator"), tool_ctx)
+    assert "recognised_in_text" not in events[0][1]
+
+
+def test_tagged_calls_go_through_the_same_runner(tool_ctx: ToolContext) -> None:
+    ran: list[tuple[str, dict[str, Any], int]] = []
+
+    def runner(call: ToolCall, tool: Tool, iteration: int) -> tuple[str, bool]:
+        ran.append((call.name, call.arguments, iteration))
+        return f"ran {call.name}", False
+
+    text = (
+        '<tool_call>{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}'
+        '</tool_call>\n<tool_call>{"name": "read_file", "arguments": {"path": "a.txt"}}'
+        "</tool_call>"
+    )
+    provider = ScriptedProvider([reply(text), reply("done")])
+
+    outcome, _ = run(provider, step("write_file", "read_file"), tool_ctx, run_tool=runner)
+
+    assert ran == [
+        ("write_file", {"path": "a.txt", "content": "x"}, 1),
+        ("read_file", {"path": "a.txt"}, 1),
+    ]
+    assert outcome.tool_calls == 2
+
+
+def test_an_ungranted_tool_written_as_text_is_refused(tool_ctx: ToolContext) -> None:
+    text = '```json\n{"name": "shell", "arguments": {"command": "echo haiku"}}\n```'
+    provider = ScriptedProvider([reply(text), reply("Autumn leaves falling")])
+
+    outcome, events = run(provider, step(role="writer"), tool_ctx)
+
+    assert events[1][1]["content"] == (
+        "tool 'shell' is not granted to this step; granted tools: none"
+    )
+    assert events[1][1]["is_error"] is True
+    assert outcome.output == "Autumn leaves falling"
+
+
+def test_arguments_written_as_text_are_validated_against_the_schema(
+    tool_ctx: ToolContext,
+) -> None:
+    text = '{"name": "calculator", "arguments": {"expr": "6 * 7"}}'
+    provider = ScriptedProvider([reply(text), reply("42")])
+    _, events = run(provider, step("calculator"), tool_ctx)
+    assert events[1][1]["content"] == "calculator: invalid arguments: 'expression' field required"
+
+
+def test_a_malformed_call_is_answered_with_its_parse_error(tool_ctx: ToolContext) -> None:
+    text = '```json\n{"name": "calculator", "arguments": {"expression": 6 * 7}}\n```'
+    provider = ScriptedProvider([reply(text), reply(FENCED_CALL % "6 * 7"), reply("42")])
+
+    outcome, events = run(provider, step("calculator"), tool_ctx)
+
+    first = events[1][1]
+    assert first["is_error"] is True
+    assert first["content"].startswith(
+        "calculator was not run: the call written in the reply's text was not valid JSON"
+    )
+    assert events[3][1]["content"] == "6 * 7 = 42"
+    assert outcome.output == "42"
+
+
+def test_report_failure_written_as_text_fails_the_step(tool_ctx: ToolContext) -> None:
+    text = '```json\n{"name": "report_failure", "arguments": {"reason": "no such book"}}\n```'
+    provider = ScriptedProvider([reply(text)])
+    error = step_failure(provider, step("read_file"), tool_ctx)
+    assert error == "the executor could not proceed: no such book"
+
+
+def test_a_call_with_the_descriptions_example_is_not_run(tool_ctx: ToolContext) -> None:
+    # Qwen2.5-Coder copied the calculator's example from its schema instead of the step's sum.
+    provider = ScriptedProvider(
+        [reply(FENCED_CALL % "12 * (3 + 4)"), reply(FENCED_CALL % "1500 * 0.2 + 75"), reply("375")]
+    )
+
+    outcome, events = run(
+        provider, step("calculator", instruction="Compute 1500 * 0.2 + 75."), tool_ctx
+    )
+
+    assert events[1][1] == {
+        "call_id": events[0][1]["call_id"],
+        "tool": "calculator",
+        "content": "calculator was not run: its arguments repeat '12 * (3 + 4)', the example "
+        "from the tool's description, which this step was not asked about. Call it with the "
+        "values this step needs.",
+        "is_error": True,
+    }
+    assert events[3][1]["content"] == "1500 * 0.2 + 75 = 375"
+    assert outcome.output == "375"
+
+
+def test_the_example_is_the_steps_own_when_its_instruction_names_it(
+    tool_ctx: ToolContext,
+) -> None:
+    provider = ScriptedProvider([reply(FENCED_CALL % "12 * (3 + 4)"), reply("84")])
+    _, events = run(provider, step("calculator", instruction="Compute 12 * (3 + 4)."), tool_ctx)
+    assert events[1][1]["content"] == "12 * (3 + 4) = 84"
+
+
+FOREIGN_CALL = '```json\n{"name": "diff", "arguments": {"path1": "a.md", "path2": "b.md"}}\n```'
+FOREIGN_PROBLEM = (
+    "it is a call to diff written as text, and this step has no such tool (its tools: read_file)"
+)
+
+
+def test_a_call_to_a_tool_nobody_has_is_asked_again_then_fails(tool_ctx: ToolContext) -> None:
+    provider = ScriptedProvider([reply(FOREIGN_CALL), reply(FOREIGN_CALL)])
+
+    error = step_failure(provider, step("read_file"), tool_ctx)
+
+    assert error == f"the executor's answer was not a result: {FOREIGN_PROBLEM}"
+    second = provider.requests[1].messages
+    assert second[-2:] == [
+        {"role": "assistant", "content": FOREIGN_CALL},
+        {"role": "user", "content": correction(FOREIGN_PROBLEM)},
+    ]
+    assert second[-1]["content"].startswith(CORRECTION_OPENING)
+    assert len(provider.requests) == 2
+
+
+def test_asked_again_a_model_may_give_a_result(tool_ctx: ToolContext) -> None:
+    provider = ScriptedProvider([reply(FOREIGN_CALL), reply("The two files are the same.")])
+    outcome, _ = run(provider, step("read_file"), tool_ctx)
+    assert outcome.output == "The two files are the same."
+    assert outcome.model_calls == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            '<output step="calc2" title="Square root">\n45\n</output>',
+            "it repeats the prompt's own <instruction>, <context> or <output> blocks instead of "
+            "giving the step's result",
+        ),
+        (
+            "<instruction>Compute it.</instruction>\n\n42",
+            "it repeats the prompt's own <instruction>, <context> or <output> blocks instead of "
+            "giving the step's result",
+        ),
+        (
+            "12 * (3 + 4) = 84",
+            "it repeats '12 * (3 + 4)', the example from the calculator tool's description, "
+            "which this step was not asked about",
+        ),
+    ],
+)
+def test_garbage_called_a_result_fails_the_step(
+    tool_ctx: ToolContext, text: str, problem: str
+) -> None:
+    provider = ScriptedProvider([reply(text), reply(text)])
+    error = step_failure(
+        provider, step("calculator", instruction="Compute 1500 * 0.2 + 75."), tool_ctx
+    )
+    assert error == f"the executor's answer was not a result: {problem}"
+
+
+def test_a_failure_marker_after_an_empty_copied_block_is_a_failure(tool_ctx: ToolContext) -> None:
+    text = "<tools></tools>\n\n**STEP FAILED: The book is not available online.**"
+    provider = ScriptedProvider([reply(text)])
+    error = step_failure(provider, step("read_file"), tool_ctx)
+    assert error == "the executor could not proceed: The book is not available online."
+
+
+def test_a_result_that_quotes_json_is_still_a_result(tool_ctx: ToolContext) -> None:
+    text = 'The API answered:\n\n```json\n{"name": "Alice", "age": 3}\n```\n\nShe is three.'
+    provider = ScriptedProvider([reply(text)])
+    outcome, _ = run(provider, step("read_file"), tool_ctx)
+    assert outcome.output == text
