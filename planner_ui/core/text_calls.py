@@ -28,6 +28,9 @@ _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARGUMENT_KEYS = ("arguments", "args", "parameters", "input", "tool_input", "params")
 # Keys a call object may carry beside its name, that say nothing against it being a call.
 _CALL_KEYS = frozenset({"id", "type", "call_id"})
+# Keys of a tool's definition (OpenAI's, Anthropic's, MCP's), which a call never has: a step
+# asked to write one must not have it taken for a call.
+_DEFINITION_KEYS = frozenset({"description", "input_schema", "inputSchema", "strict"})
 
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.S | re.I)
 _FENCE = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n?(.*?)```", re.S)
@@ -122,6 +125,8 @@ def _call_shapes(value: Any) -> list[tuple[str, dict[str, Any], str]]:
     nested = value.get("function")
     if isinstance(nested, dict) and isinstance(nested.get("name"), str):
         return _call_shapes(nested)
+    if _DEFINITION_KEYS & value.keys():
+        return []
     for name_key in _NAME_KEYS:
         name = value.get(name_key)
         if isinstance(name, str) and name.strip():

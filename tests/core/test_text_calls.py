@@ -124,6 +124,10 @@ def test_a_tool_without_arguments() -> None:
         # Data that happens to have a name.
         '{"name": "Alice", "age": 3}',
         "A set literal {1, 2} and a brace { alone.",
+        # A tool's definition, as a step asked to write one would: no call either.
+        '{"type": "function", "function": {"name": "get_weather", "description": "Weather",'
+        ' "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}',
+        '{"name": "calculator", "description": "Do sums", "input_schema": {"type": "object"}}',
     ],
 )
 def test_no_call_in_text_without_one(text: str) -> None:
