@@ -281,8 +281,16 @@ def description_examples(description: str, input_schema: dict[str, Any]) -> list
 
 def echoed_example(text: str, examples: Collection[str], given: str) -> str:
     """The first example `text` repeats that `given` (what the model was asked) does not hold,
-    or "": an example the task itself names is the task's, not an echo."""
+    or "". An example the task itself names is the task's, not an echo; so is one whose numbers
+    the task all gives. An example without numbers ('ls -la') is a common value a step may well
+    need, so it never counts: the copies that do harm are the specific values (the
+    calculator's '12 * (3 + 4)') that answer nothing the step was asked."""
+    given_numbers = set(_NUMBER.findall(given))
     for example in examples:
-        if example in text and example not in given:
+        numbers = set(_NUMBER.findall(example))
+        if example in text and example not in given and numbers - given_numbers:
             return example
     return ""
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")

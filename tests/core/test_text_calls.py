@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from planner_ui.core.text_calls import Recognised, TextCall, is_call_shaped, recognise_calls
+from planner_ui.core.text_calls import (
+    Recognised,
+    TextCall,
+    description_examples,
+    echoed_example,
+    is_call_shaped,
+    recognise_calls,
+)
 
 KNOWN = {"calculator", "read_file", "write_file", "list_files", "shell", "report_failure"}
 SIX_BY_SEVEN = TextCall("calculator", {"expression": "6 * 7"})
@@ -145,3 +152,35 @@ def test_a_call_among_prose_is_not_call_shaped_as_a_whole() -> None:
     text = 'Use it like this: {"name": "calculator", "arguments": {"expression": "1+1"}}.'
     assert not is_call_shaped(text, KNOWN)
     assert is_call_shaped('```json\n{"name": "calculator", "arguments": {}}\n```', KNOWN)
+
+
+CALCULATOR_SCHEMA = {
+    "properties": {"expression": {"description": "Arithmetic, e.g. '12 * (3 + 4)'."}},
+}
+
+
+def test_a_descriptions_examples_are_found() -> None:
+    assert description_examples("Evaluate arithmetic.", CALCULATOR_SCHEMA) == ["12 * (3 + 4)"]
+    schema = {"properties": {"city": {"type": "string", "examples": ["Lisbon"]}}}
+    assert description_examples('Weather, for example "Porto today".', schema) == [
+        "Porto today",
+        "Lisbon",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "given", "echo"),
+    [
+        ("12 * (3 + 4) = 84", "Compute 1500 * 0.2 + 75", "12 * (3 + 4)"),
+        # The step was asked about it, verbatim or through all of its numbers.
+        ("12 * (3 + 4) = 84", "Compute 12 * (3 + 4)", ""),
+        ("12 * (3 + 4) = 84", "Multiply 12 by the sum of 3 and 4", ""),
+        ("1500 * 0.2 + 75 = 375", "Compute 1500 * 0.2 + 75", ""),
+    ],
+)
+def test_an_echoed_example(text: str, given: str, echo: str) -> None:
+    assert echoed_example(text, ["12 * (3 + 4)"], given) == echo
+
+
+def test_an_example_without_numbers_is_never_an_echo() -> None:
+    assert echoed_example('{"command": "ls -la"}', ["ls -la"], "List the files in detail") == ""
