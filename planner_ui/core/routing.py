@@ -3,6 +3,11 @@
 A route is written "provider:model", e.g. "anthropic:claude-opus-5-5" or "openai:qwen3:8b"
 (Ollama's model ids hold colons, so only the first one separates the provider). A bare model
 id uses the default provider; "offline" alone is the built-in offline model.
+
+An OpenAI-compatible route may end in a tool mode, "#native" (the default), "#prompted" or
+"#auto": how its model is asked for tool calls (see providers.openai_compat). Small local
+models often write their calls as text; prompted describes the tools in the prompt and holds
+each reply to a JSON schema instead, and auto switches to that after a reply that needed it.
 """
 
 from __future__ import annotations
@@ -25,6 +30,12 @@ EXECUTOR = "executor"
 SYNTHESIZER = "synthesizer"
 
 
+# How a route's model is asked for tool calls; the first is the default.
+TOOL_MODES: tuple[str, ...] = ("native", "prompted", "auto")
+# The providers whose requests can carry a tool mode (the others call tools one way only).
+_TOOL_MODE_PROVIDERS = ("openai", "local")
+
+
 class RouteError(AgentError):
     """A route could not be read or served; the message says which and why."""
 
@@ -33,20 +44,28 @@ class RouteError(AgentError):
 class Route:
     provider: str
     model: str
+    tool_mode: str = TOOL_MODES[0]
 
     @property
     def label(self) -> str:
-        return f"{self.provider}:{self.model}"
+        """As written in a routing table: the tool mode shows when it is not the default."""
+        mode = f"#{self.tool_mode}" if self.tool_mode != TOOL_MODES[0] else ""
+        return f"{self.provider}:{self.model}{mode}"
 
     def __str__(self) -> str:
         return self.label
 
 
 def parse_route(text: str, default_provider: str) -> Route:
-    """Read "provider:model", "model" (of the default provider) or "offline"."""
+    """Read "provider:model", "model" (of the default provider) or "offline", each with an
+    optional "#<tool mode>"."""
     text = text.strip()
     if not text:
         raise RouteError("A model route is empty; write provider:model, e.g. openai:llama3.2.")
+    text, _, mode = text.partition("#")
+    mode = mode.strip().lower() or TOOL_MODES[0]
+    if mode not in TOOL_MODES:
+        raise RouteError(f"Unknown tool mode {mode!r}; use one of {', '.join(TOOL_MODES)}.")
     head, sep, rest = text.partition(":")
     if head in PROVIDERS:
         provider, model = head, rest.strip()
@@ -54,13 +73,17 @@ def parse_route(text: str, default_provider: str) -> Route:
         provider, model = default_provider, text
     if provider not in PROVIDERS:
         raise RouteError(f"Unknown model provider {provider!r}; use one of {', '.join(PROVIDERS)}.")
+    if mode != TOOL_MODES[0] and provider not in _TOOL_MODE_PROVIDERS:
+        raise RouteError(
+            f"A tool mode is for OpenAI-compatible servers (openai:, local:), not {provider}."
+        )
     if provider == "offline":
         return Route("offline", OFFLINE_MODEL)
     if not model:
         raise RouteError(f"The route {text!r} names no model; write {provider}:<model id>.")
     if len(model) > 150 or any(c.isspace() for c in model):
         raise RouteError(f"{model[:60]!r} is not a model id (no spaces, at most 150 characters).")
-    return Route(provider, model)
+    return Route(provider, model, mode)
 
 
 def role_of(purpose: str) -> str:

@@ -87,7 +87,9 @@ def build_provider(
             max_retries=connection.max_retries,
         )
         _refuse_remote(route, connection, allow_model_requests)
-        return OpenAICompatProvider(route.model, client, name=route.provider)
+        return OpenAICompatProvider(
+            route.model, client, name=route.provider, tool_mode=route.tool_mode
+        )
     raise ProviderError(f"Unknown model provider {route.provider!r}.")
 
 

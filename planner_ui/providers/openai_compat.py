@@ -15,7 +15,7 @@ import base64
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import unquote
 
@@ -25,6 +25,8 @@ from openai.types.chat import ChatCompletionChunk
 
 from planner_ui.core.errors import ReplyCutOff
 from planner_ui.core.redaction import redact_url
+from planner_ui.core.routing import TOOL_MODES
+from planner_ui.core.text_calls import recognise_calls
 
 from .base import (
     Message,
@@ -35,6 +37,7 @@ from .base import (
     TextSink,
     ToolCall,
     ToolResult,
+    ToolSpec,
     Usage,
 )
 from .error_text import body_text, retries_text, timeout_seconds
@@ -108,16 +111,33 @@ def _no_retry_of_a_cut_off(response: httpx2.Response) -> None:
 class OpenAICompatProvider(Provider):
     name = "openai"
 
-    def __init__(self, model: str, client: openai.OpenAI, *, name: str = "openai") -> None:
+    def __init__(
+        self,
+        model: str,
+        client: openai.OpenAI,
+        *,
+        name: str = "openai",
+        tool_mode: str = "native",
+    ) -> None:
         super().__init__(model)
         self.name = name  # "local" for a model agentsite serves itself: same protocol
         self._client = client
+        if tool_mode not in TOOL_MODES:
+            raise ProviderError(f"Unknown tool mode {tool_mode!r}; use one of {TOOL_MODES}.")
+        self.tool_mode = tool_mode
+        # Whether tools are asked for in the prompt (see _prompted_params). "auto" starts
+        # native and switches for the rest of this provider's life (one step, or one part of
+        # a run) after a reply that wrote its call as text or sent arguments JSON cannot read.
+        self.prompted = tool_mode == "prompted"
         # max_tokens is what Ollama, LM Studio and older llama.cpp servers read (they ignore
         # max_completion_tokens, leaving the reply unbounded); OpenAI's reasoning models refuse
         # it by name, and then we switch for the rest of this provider's life.
         self._max_tokens_param = "max_tokens"
 
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
+        prompted = self.prompted and bool(request.tools) and request.output_schema is None
+        if prompted:
+            request = _prompted_request(request)
         params: dict[str, Any] = {
             "model": self.model,
             "messages": _messages_to_wire(request.system, request.messages),
@@ -151,12 +171,17 @@ class OpenAICompatProvider(Provider):
             stream = self._open(params)
         except openai.OpenAIError as exc:
             raise self._error(exc, max_tokens=request.max_tokens) from exc
-        reply = _StreamedReply()
+        streamed = _StreamedReply()
         for chunk in self._chunks(stream):
-            if text := reply.add(chunk):
+            if text := streamed.add(chunk):
                 if on_text is not None:
                     on_text(text)
-        return reply.finish(fallback_model=self.model, base_url=self._base_url)
+        reply = streamed.finish(fallback_model=self.model, base_url=self._base_url)
+        if prompted:
+            return _prompted_reply(reply)
+        if self.tool_mode == "auto" and request.tools and _needed_help(reply, request.tools):
+            self.prompted = True
+        return reply
 
     def _open(self, params: dict[str, Any]) -> openai.Stream[ChatCompletionChunk]:
         try:
@@ -260,6 +285,121 @@ class OpenAICompatProvider(Provider):
             )
         # Anything else the SDK raises still leaves this file as our own error.
         return ProviderError(self._redact(f"The OpenAI SDK failed: {exc}"))
+
+
+# --- tools in the prompt ("prompted" mode) -----------------------------------------------------
+
+PROMPTED_RULES = """You can call tools. Every reply of yours is one JSON object and nothing else:
+{"tool_calls": [{"name": "<tool>", "arguments": {<its arguments>}}]} to call one or more tools
+(their results come back in the next message), or {"answer": "<your final reply, as Markdown>"}
+when you are done. The tools, each with the JSON schema of its arguments:"""
+
+
+def _prompted_request(request: ModelRequest) -> ModelRequest:
+    """The request with its tools described in the system prompt and its replies held to a
+    schema (a tool call or a final answer), for a server that is not asked for native calls:
+    llama.cpp and vLLM enforce the schema with a grammar, OpenAI through response_format. The
+    history's calls and results become text, since no tools are declared to answer."""
+    listing = "\n".join(
+        f"- {t.name}: {t.description}\n  arguments: {json.dumps(t.input_schema)}"
+        for t in request.tools
+    )
+    system = f"{request.system}\n\n{PROMPTED_RULES}\n{listing}"
+    return replace(
+        request,
+        system=system,
+        messages=_prompted_messages(request.messages),
+        tools=[],
+        output_schema=_prompted_schema(request.tools),
+    )
+
+
+def _prompted_schema(tools: list[ToolSpec]) -> dict[str, Any]:
+    call = {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"name": {"const": t.name}, "arguments": t.input_schema},
+                "required": ["name", "arguments"],
+            }
+            for t in tools
+        ]
+    }
+    return {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"tool_calls": {"type": "array", "items": call, "minItems": 1}},
+                "required": ["tool_calls"],
+            },
+            {
+                "type": "object",
+                "properties": {"answer": {"type": "string"}},
+                "required": ["answer"],
+            },
+        ]
+    }
+
+
+def _prompted_messages(messages: list[Message]) -> list[Message]:
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for message in messages:
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            calls: list[ToolCall] = message["tool_calls"]
+            names.update((c.id, c.name) for c in calls)
+            wire = [{"name": c.name, "arguments": c.arguments} for c in calls]
+            out.append({"role": "assistant", "content": json.dumps({"tool_calls": wire})})
+        elif message["role"] == "assistant":
+            out.append({"role": "assistant", "content": json.dumps({"answer": message["content"]})})
+        elif message["role"] == "tool":
+            results: list[ToolResult] = message["results"]
+            text = "\n\n".join(
+                f"Result of {names.get(r.tool_call_id, 'the call')}"
+                f"{' (an error)' if r.is_error else ''}:\n{r.content}"
+                for r in results
+            )
+            out.append({"role": "user", "content": text})
+        else:
+            out.append(message)
+    return out
+
+
+def _prompted_reply(reply: ModelReply) -> ModelReply:
+    """The reply's JSON read back into calls or an answer. What is no such JSON (a server that
+    enforces no schema) stays text, for the executor to read as it reads any text."""
+    try:
+        data = json.loads(reply.text)
+    except json.JSONDecodeError:
+        return reply
+    if isinstance(data, dict) and isinstance(data.get("answer"), str):
+        return replace(reply, text=data["answer"])
+    if not (isinstance(data, dict) and isinstance(data.get("tool_calls"), list)):
+        return reply
+    calls = []
+    for item in data["tool_calls"]:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        arguments = item.get("arguments")
+        call_id = f"call_{uuid.uuid4().hex[:24]}"
+        if isinstance(arguments, dict):
+            calls.append(ToolCall(call_id, item["name"], arguments))
+        else:
+            problem = f"the arguments must be a JSON object, not {type(arguments).__name__}"
+            calls.append(ToolCall(call_id, item["name"], {}, parse_error=problem))
+    if not calls:
+        return reply
+    stop = "tool_use" if reply.stop_reason == "end_turn" else reply.stop_reason
+    return replace(reply, text="", tool_calls=calls, stop_reason=stop)
+
+
+def _needed_help(reply: ModelReply, tools: list[ToolSpec]) -> bool:
+    """Whether a native-mode reply wrote its call as text, or sent arguments JSON cannot read:
+    what makes an "auto" route ask in the prompt from then on."""
+    if any(call.parse_error for call in reply.tool_calls):
+        return True
+    known = {t.name for t in tools}
+    return not reply.tool_calls and bool(recognise_calls(reply.text, known).calls)
 
 
 # --- to the wire -------------------------------------------------------------------------------

@@ -186,3 +186,27 @@ def test_the_synthesizers_echo_and_its_recorded_retry_fail_the_step(server, prov
         "deliverable, twice"
     )
     assert server.requests[1].body["messages"][-1]["content"] == ECHO_CORRECTION
+
+
+def test_an_auto_route_asks_in_the_prompt_after_the_recorded_text_call(server, tool_ctx) -> None:
+    # Recorded (line 7): the fenced call. The route is "#auto": the call is recognised and run,
+    # and the follow-up asks for a JSON reply (tools in the prompt, response_format), which
+    # is scripted here as llama.cpp's grammar would hold the model to it.
+    auto = OpenAICompatProvider(
+        "model", make_client(api_key="", base_url=server.base_url), tool_mode="auto"
+    )
+    server.enqueue_json({"answer": "17.5% of 2480 is 434."})
+
+    output, events = execute(
+        auto, tool_ctx, "calc1", "Use the calculator tool to compute 17.5% of 2480.", ["calculator"]
+    )
+
+    assert server.answered_by == [6, None]
+    assert results(events) == ["17.5 / 100 * 2480 = 434"]
+    assert output == "17.5% of 2480 is 434."
+    follow_up = server.requests[1].body
+    assert "tools" not in follow_up and follow_up["response_format"]["type"] == "json_schema"
+    assert follow_up["messages"][-1] == {
+        "role": "user",
+        "content": "Result of calculator:\n17.5 / 100 * 2480 = 434",
+    }
