@@ -305,7 +305,10 @@ def run_step(
             # Small local models often write their call out instead of making it: run it as
             # the call it is, the same way (grant, schema, gates), and say so on the step.
             found = recognise_calls(reply.text, known)
-            if found.calls:
+            cut = reply.stop_reason == "max_tokens" and any(c.parse_error for c in found.calls)
+            # A call cut off at the reply's limit is not run: the step fails as a cut-off
+            # answer does (a native call cut off there is asked again with more room).
+            if found.calls and not cut:
                 calls, text, in_text = [_as_call(c) for c in found.calls], found.prose, True
         # The rest of a final answer's text is not sent: the step's output, a moment later,
         # is that text whole, and it ends the step's live text on every page.

@@ -227,3 +227,10 @@ def test_a_result_that_quotes_json_is_still_a_result(tool_ctx: ToolContext) -> N
     provider = ScriptedProvider([reply(text)])
     outcome, _ = run(provider, step("read_file"), tool_ctx)
     assert outcome.output == text
+
+
+def test_a_call_cut_off_at_the_limit_fails_as_a_cut_off_answer(tool_ctx: ToolContext) -> None:
+    text = '```json\n{"name": "write_file", "arguments": {"path": "a.md", "content": "# Lo'
+    provider = ScriptedProvider([reply(text, stop_reason="max_tokens")])
+    error = step_failure(provider, step("write_file"), tool_ctx)
+    assert error == "the model's answer was cut off at its max_tokens limit"
