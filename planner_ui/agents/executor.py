@@ -234,9 +234,10 @@ def run_step(
     known = {*available, REPORT_FAILURE_TOOL}
     # What the step was asked, as written: a value it names is the step's, never an echo.
     given = "\n".join([step.instruction, *(output for _, _, output in context)])
+    specs = {name: tool.spec() for name, tool in granted.items()}
     examples = {
         name: description_examples(spec.description, spec.input_schema)
-        for name, spec in ((name, tool.spec()) for name, tool in granted.items())
+        for name, spec in specs.items()
     }
 
     def saved() -> None:
@@ -287,7 +288,7 @@ def run_step(
         request = ModelRequest(
             system=executor_system(step.role),
             messages=list(state.messages),
-            tools=[*(tool.spec() for tool in granted.values()), REPORT_FAILURE_SPEC],
+            tools=[*specs.values(), REPORT_FAILURE_SPEC],
             purpose=f"executor:{step.role}",
         )
         try:
@@ -320,9 +321,9 @@ def run_step(
             output = reply.text.strip()
             if not output:
                 raise StepFailed("the model finished without any output")
-            if marker := STEP_FAILED_PATTERN.match(_EMPTY_TAGS.sub("", output)):
-                reason = _EMPTY_TAGS.sub("", output)[marker.end() :].strip().partition("\n")[0]
-                reason = reason.rstrip("*_` ")
+            unwrapped = _EMPTY_TAGS.sub("", output)
+            if marker := STEP_FAILED_PATTERN.match(unwrapped):
+                reason = unwrapped[marker.end() :].strip().partition("\n")[0].rstrip("*_` ")
                 raise StepFailed(f"the executor could not proceed: {reason or 'no reason'}")
             problem = not_a_result(output, given, known, examples, list(granted))
             if not problem:
