@@ -234,3 +234,35 @@ def test_a_call_cut_off_at_the_limit_fails_as_a_cut_off_answer(tool_ctx: ToolCon
     provider = ScriptedProvider([reply(text, stop_reason="max_tokens")])
     error = step_failure(provider, step("write_file"), tool_ctx)
     assert error == "the model's answer was cut off at its max_tokens limit"
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+def test_the_history_of_a_recognised_call_is_valid_for_each_vendor(
+    tool_ctx: ToolContext, vendor: str
+) -> None:
+    """The follow-up request carries the call and its result the way each API demands (the
+    fakes refuse a result that answers no call, and a call left unanswered)."""
+    from planner_ui.providers import anthropic, openai_compat
+    from tests.fakes.anthropic_server import FakeAnthropic
+    from tests.fakes.openai_server import FakeOpenAI
+
+    fake = FakeOpenAI() if vendor == "openai" else FakeAnthropic()
+    with fake as server:
+        if vendor == "openai":
+            client = openai_compat.make_client(
+                api_key="test-key", base_url=server.base_url, max_retries=0
+            )
+            model: Any = openai_compat.OpenAICompatProvider("qwen", client)
+        else:
+            client = anthropic.make_client(
+                api_key="test-key", base_url=server.base_url, max_retries=0
+            )
+            model = anthropic.AnthropicProvider("claude-haiku-5-5", client)
+        server.enqueue_text('<tool_call>{"name": "calculator", "arguments": {"expression": "6*7"}}')
+        server.enqueue_text("42")
+
+        outcome, events = run(model, step("calculator"), tool_ctx)
+
+    assert outcome.output == "42"
+    assert events[1][1]["content"] == "6*7 = 42"
+    assert len(server.requests) == 2
