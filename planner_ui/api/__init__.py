@@ -8,9 +8,14 @@ selectors as the pages, so another user's run is a 404 here as there."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
+from ninja.errors import HttpError
+from ninja.parser import Parser
 
+from planner_ui.core.bounds import JsonTooDeep, loads_bounded
 from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
 from planner_ui.models import Run
 from planner_ui.services.approvals import ApprovalRefused, ArgumentsRefused
@@ -19,7 +24,18 @@ from planner_ui.services.runs import RunInputError
 from . import approvals, plans, runs
 from .auth import TokenAuth, TokenRateThrottle
 
+
+class BoundedParser(Parser):
+    """Bodies parsed with the nesting bounded: a plan or a tool's arguments nest a few levels,
+    and a few thousand open brackets would run json.loads (or what reads the value after it)
+    out of stack."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        return loads_bounded(request.body)
+
+
 api = NinjaAPI(
+    parser=BoundedParser(),
     title="agentsite API",
     version="1",
     description=(
@@ -38,6 +54,17 @@ api.add_router("", approvals.router)
 
 def _error(request: HttpRequest, status: int, detail: object, **extra: object) -> HttpResponse:
     return api.create_response(request, {"detail": detail, **extra}, status=status)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    # ninja answers a body it cannot parse with a bare "Cannot parse request body"; a body
+    # refused for its nesting says so.
+    cause = exc.__cause__
+    detail = (
+        f"Cannot parse request body: {cause}." if isinstance(cause, JsonTooDeep) else exc.message
+    )
+    return _error(request, exc.status_code, detail)
 
 
 @api.exception_handler(PlanConflict)

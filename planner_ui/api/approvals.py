@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest
 from ninja import Query, Router, Schema
 from pydantic import Field
 
+from planner_ui.core.bounds import RowId
 from planner_ui.models import Approval
 from planner_ui.selectors.approvals import approval_get_for_user, inbox_for_user
 from planner_ui.services.approvals import approval_decide
@@ -38,7 +39,7 @@ def approval_out(approval: Approval) -> dict[str, Any]:
 
 
 class InboxQuery(Schema):
-    run: int | None = Field(None, description="Only this run's requests.")
+    run: RowId | None = Field(None, description="Only this run's requests.")
     tool: str = Field("", max_length=60, description="Only this tool's requests.")
 
 

@@ -12,6 +12,7 @@ from ninja import Query, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 from pydantic import Field
 
+from planner_ui.core.bounds import Count
 from planner_ui.core.run_options import RunOptions
 from planner_ui.selectors.report import run_report
 from planner_ui.selectors.run_json import run_json
@@ -96,7 +97,7 @@ def fork(request: HttpRequest, run_id: int, step_id: str) -> Status:
 
 
 class EventsQuery(Schema):
-    after: int = Field(0, ge=0, description="Events with a sequence number above this one.")
+    after: Count = Field(0, description="Events with a sequence number above this one.")
     limit: int = Field(500, ge=1, le=MAX_EVENTS)
 
 

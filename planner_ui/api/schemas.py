@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from ninja import Schema
 from pydantic import Field
 
+from planner_ui.core.bounds import RowId
 from planner_ui.core.edits import (
     AddDependency,
     AddStep,
@@ -125,7 +126,7 @@ EditIn = Annotated[_UpdateIn | _AddIn | _DeleteIn | _DependencyIn, Field(discrim
 
 
 class PlanEditIn(Schema):
-    base_version: int = Field(description="The version the edit was made against.")
+    base_version: RowId = Field(description="The version the edit was made against.")
     edit: EditIn
 
 
@@ -151,12 +152,12 @@ def edit_of(data: _UpdateIn | _AddIn | _DeleteIn | _DependencyIn) -> Edit:
 
 
 class PlanImportIn(Schema):
-    base_version: int
+    base_version: RowId
     plan: dict[str, Any] = Field(description="A plan as the JSON download of a version.")
 
 
 class ApproveIn(Schema):
-    version: int = Field(description="The exact version to run; refused if it is not current.")
+    version: RowId = Field(description="The exact version to run; refused if it is not current.")
 
 
 class StepRetryIn(Schema):

@@ -6,11 +6,11 @@ length, the models it can serve, the irreversible tools it has) and says what is
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .bounds import TokenBudget, UsdBudget
 from .effects import PolicyMode
 from .hosts import MAX_ALLOWED_HOSTS, MAX_HOST_ENTRY_CHARS
 
@@ -25,8 +25,10 @@ class RunOptions(BaseModel):
         description='Models by part: "planner", "executor", "executor:<role>", '
         '"synthesizer" → "provider:model"; the rest come from the settings.',
     )
-    budget_tokens: int | None = Field(None, description="Stop after this many tokens (in + out).")
-    budget_usd: Decimal | None = Field(None, description="Stop once the run cost this much.")
+    budget_tokens: TokenBudget | None = Field(
+        None, description="Stop after this many tokens (in + out)."
+    )
+    budget_usd: UsdBudget | None = Field(None, description="Stop once the run cost this much.")
     tool_policy: str = Field(
         PolicyMode.ASK,
         description='Irreversible calls: "ask" a person, "auto" for auto_tools, or "dry_run".',

@@ -34,7 +34,13 @@ def local_model_start(
             "Only an administrator can start a local model: it loads a file and runs a server "
             "on the machine agentsite runs on."
         )
-    file = Path(path.strip()).expanduser()
+    try:
+        file = Path(path.strip()).expanduser()
+    except RuntimeError:  # "~someone/..." of a user this machine does not have
+        raise LocalModelRefused(
+            f"{path.strip()[:200]} names the home of a user this machine does not have: "
+            "give the full path, starting with /."
+        ) from None
     if not path.strip() or file.suffix.lower() != ".gguf":
         raise LocalModelRefused(
             "Give the full path of a .gguf file, e.g. /home/me/models/qwen2.5-1.5b-instruct"

@@ -93,7 +93,10 @@ def check_url(
 ) -> Target:
     """Resolve the URL's host once and return it as a Target, or raise a ToolError saying
     which address was refused and how to allow it. `tool` prefixes every message."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unclosed IPv6 bracket: "http://[::1"
+        raise ToolError(f"{tool}: invalid URL {url!r}: {exc}") from exc
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
         raise ToolError(f"{tool}: only http and https URLs are allowed, not {url!r}")

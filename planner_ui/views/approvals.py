@@ -10,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from planner_ui.core.bounds import row_id
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.models import Approval, PlanProposal
 from planner_ui.selectors.approvals import approval_get_for_user, inbox_for_user, pending_count
@@ -90,9 +91,10 @@ def _inbox(
 ) -> HttpResponse:
     query = request.GET if request.method == "GET" else request.POST
     run = query.get("run", "")
-    narrowed = inbox_for_user(
-        request.user, run_id=int(run) if run.isdigit() else None, tool=query.get("tool", "")
-    )
+    run_id = row_id(run)
+    if run and run_id is None:
+        error, status, run = f"{run[:20]!r} is not a run number: showing every run.", 400, ""
+    narrowed = inbox_for_user(request.user, run_id=run_id, tool=query.get("tool", ""))
     context = {**narrowed, "notice": notice, "error": error}
     template = "planner_ui/_inbox_list.html" if fragment else "planner_ui/inbox.html"
     return render(request, template, context, status=status)
@@ -104,7 +106,16 @@ def approvals_decide_many(request: HttpRequest) -> HttpResponse:
     """Approve or reject the ticked requests, each decided and recorded on its own, with who
     decided it; what could not be decided is said, and the rest still is."""
     decision = request.POST.get("decision", "")
-    ids = [int(i) for i in request.POST.getlist("approval") if i.isdigit()]
+    ticked = request.POST.getlist("approval")
+    ids = [row_id(i) for i in ticked]
+    if None in ids:
+        wrong = ticked[ids.index(None)]
+        return _inbox(
+            request,
+            fragment=bool(request.htmx),
+            error=f"{wrong[:20]!r} is not a request number: nothing was decided.",
+            status=400,
+        )
     if decision not in ("approve", "reject") or not ids:
         return _inbox(
             request,
@@ -170,17 +181,17 @@ def run_resume_view(request: HttpRequest, run_id: int) -> HttpResponse:
 def replan_decide_view(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     action = request.POST.get("action")
-    proposal_id = request.POST.get("proposal", "")
-    if action not in ("accept", "discard") or not proposal_id.isdigit():
+    proposal_id = row_id(request.POST.get("proposal"))
+    if action not in ("accept", "discard") or proposal_id is None:
         return render_run(
             request, run, fragment=True, error="Accept or discard a re-plan.", status=400
         )
     try:
         if action == "accept":
-            version = replan_accept(user=request.user, run_id=run.pk, proposal_id=int(proposal_id))
+            version = replan_accept(user=request.user, run_id=run.pk, proposal_id=proposal_id)
             notice = f"Re-plan accepted as version {version.number}; the run goes on."
         else:
-            replan_discard(user=request.user, run_id=run.pk, proposal_id=int(proposal_id))
+            replan_discard(user=request.user, run_id=run.pk, proposal_id=proposal_id)
             notice = "Re-plan discarded; the run has stopped."
     except (InvalidTransition, PlanProposal.DoesNotExist) as exc:
         message = str(exc) if isinstance(exc, InvalidTransition) else "No such re-plan."
@@ -213,9 +224,11 @@ def run_compare(request: HttpRequest, run_id: int) -> HttpResponse:
     """The run beside its baseline; beside another of the person's runs with `?with=<id>`
     (a fork is compared with its original unless it has a baseline of its own)."""
     run = run_get_for_user(request.user, run_id)
-    other_id = request.GET.get("with", "")
-    if other_id.isdigit():
-        other = run_get_for_user(request.user, int(other_id))
+    if request.GET.get("with"):
+        other_id = row_id(request.GET["with"])
+        if other_id is None:
+            raise Http404("No such run to compare with.")
+        other = run_get_for_user(request.user, other_id)
         return render(request, "planner_ui/compare.html", runs_comparison(run, other))
     if run.forked_from_id and not run.baselines.exists():
         original = run_get_for_user(request.user, run.forked_from_id)

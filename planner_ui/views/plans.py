@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from planner_ui.core.bounds import row_id
 from planner_ui.core.diff import plan_diff
 from planner_ui.core.edits import (
     AddDependency,
@@ -99,11 +100,15 @@ def _respond(
     return redirect("run_detail", run_id=run_id)
 
 
+def _number(data: QueryDict, name: str, what: str) -> int:
+    number = row_id(_field(data, name))
+    if number is None:
+        raise FormProblem(f"'{name}' must be {what}")
+    return number
+
+
 def _base_version(data: QueryDict) -> int:
-    try:
-        return int(_field(data, "base_version"))
-    except ValueError:
-        raise FormProblem("'base_version' must be a version number") from None
+    return _number(data, "base_version", "a version number")
 
 
 def _save_and_respond(
@@ -179,9 +184,11 @@ def plan_diff_view(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     versions = {v.number: v for v in run.plan_versions.all()}
     try:
-        a, b = int(request.GET.get("from", "")), int(request.GET.get("to", ""))
-        old, new = versions[a], versions[b]
-    except (ValueError, KeyError):
+        old, new = (
+            versions[row_id(request.GET.get("from"))],
+            versions[row_id(request.GET.get("to"))],
+        )
+    except KeyError:
         numbers = ", ".join(str(n) for n in versions) or "none"
         return HttpResponse(
             f"Choose two versions of this plan to compare; it has: {numbers}.",
@@ -210,13 +217,11 @@ def plan_revision(request: HttpRequest, run_id: int) -> HttpResponse:
             return "The planner is revising the plan; its proposal will appear here."
         if action not in ("accept", "discard"):
             raise FormProblem("'action' must be request, accept or discard")
+        proposal_id = _number(request.POST, "proposal", "a proposal number")
         try:
-            proposal_id = int(_field(request.POST, "proposal"))
             if action == "accept":
                 return proposal_accept(run_id=run.pk, proposal_id=proposal_id)
             proposal_discard(run_id=run.pk, proposal_id=proposal_id)
-        except ValueError:
-            raise FormProblem("'proposal' must be a proposal number") from None
         except PlanProposal.DoesNotExist:
             raise FormProblem("there is no such proposal for this run") from None
         return "Discarded the planner's proposal; the plan is as it was."

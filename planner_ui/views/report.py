@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -14,11 +14,16 @@ from planner_ui.selectors.report import report_markdown, run_report
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.selectors.timeline import run_timeline
 
+REPORT_KINDS = ("json", "md")
+
 
 @login_required
 @require_GET
 def run_report_download(request: HttpRequest, run_id: int, kind: str) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
+    # The kind ends up in the file name of a header: only the two there are.
+    if kind not in REPORT_KINDS:
+        raise Http404("A report downloads as report.json or report.md.")
     report = run_report(run)
     if kind == "json":
         body, content_type = json.dumps(report, indent=2, ensure_ascii=False), "application/json"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
 from django import forms
@@ -19,6 +18,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from planner_ui.core import dag
+from planner_ui.core.bounds import (
+    BUDGET_USD_DIGITS,
+    BUDGET_USD_PLACES,
+    MAX_BIGINT,
+    MAX_BUDGET_USD,
+    MIN_BUDGET_USD,
+    row_id,
+)
 from planner_ui.core.diff import plan_diff
 from planner_ui.core.edits import DependentsPolicy
 from planner_ui.core.effects import PolicyMode
@@ -132,13 +139,18 @@ class TaskForm(AllowedHostsFields):
         required=False, min_value=0, max_value=10, label="Re-plans at most"
     )
     budget_tokens = forms.IntegerField(
-        required=False, min_value=1, label="Token budget", help_text="input + output, all calls"
+        required=False,
+        min_value=1,
+        max_value=MAX_BIGINT,
+        label="Token budget",
+        help_text="input + output, all calls",
     )
     budget_usd = forms.DecimalField(
         required=False,
-        min_value=Decimal("0.0001"),
-        max_digits=12,
-        decimal_places=4,
+        min_value=MIN_BUDGET_USD,
+        max_value=MAX_BUDGET_USD,
+        max_digits=BUDGET_USD_DIGITS,
+        decimal_places=BUDGET_USD_PLACES,
         label="Budget in USD",
     )
 
@@ -428,9 +440,14 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_POST
 def run_approve(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
+    # Without a version, the current one (runtask and old pages); with one, exactly that.
     version = request.POST.get("version")
+    number = row_id(version)
+    if version is not None and number is None:
+        messages.error(request, f"{version[:20]!r} is not a plan version number: nothing ran.")
+        return redirect("run_detail", run_id=run.pk)
     try:
-        run_approve_plan(run.pk, int(version) if version and version.isdigit() else None)
+        run_approve_plan(run.pk, number)
     except (InvalidTransition, PlanConflict) as exc:
         messages.error(request, str(exc))
     return redirect("run_detail", run_id=run.pk)

@@ -1,0 +1,98 @@
+"""Bounds on what a person sends: numbers the database can hold, ids written in ASCII digits,
+JSON no deeper than any plan or tool's arguments need.
+
+One place for each bound, used by the forms, the API's schemas and the services: a value out of
+range is refused with a sentence where it enters, instead of failing later as a 500 (SQLite
+cannot bind an integer past 2**63 - 1, PostgreSQL refuses a numeric(12, 4) of 1e20, and
+json.loads runs out of stack on a few thousand open brackets)."""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from typing import Annotated, Any
+
+from pydantic import Field
+
+# A signed 64-bit column (BigIntegerField, and SQLite's INTEGER) holds at most this.
+MAX_BIGINT = 2**63 - 1
+# A 32-bit one (IntegerField, PositiveIntegerField: ids, plan versions, counts).
+MAX_INT = 2**31 - 1
+
+# Run.budget_usd is DecimalField(max_digits=12, decimal_places=4).
+BUDGET_USD_DIGITS = 12
+BUDGET_USD_PLACES = 4
+MAX_BUDGET_USD = Decimal(10) ** (BUDGET_USD_DIGITS - BUDGET_USD_PLACES) - Decimal(1).scaleb(
+    -BUDGET_USD_PLACES
+)  # 99999999.9999
+MIN_BUDGET_USD = Decimal(1).scaleb(-BUDGET_USD_PLACES)  # 0.0001
+
+# A plan nests four levels; a tool's arguments a few more. Far below where Python's parser
+# and every later json.dumps, validation or template would recurse out of stack.
+MAX_JSON_DEPTH = 32
+
+# The types the API's schemas and RunOptions use, so the OpenAPI document states the bounds.
+RowId = Annotated[int, Field(ge=1, le=MAX_INT)]
+Count = Annotated[int, Field(ge=0, le=MAX_BIGINT)]
+# Budgets: the upper bounds only; run_create says in its own words that a budget must be
+# above 0 (the form, `runtask` and the API share that sentence).
+TokenBudget = Annotated[int, Field(le=MAX_BIGINT)]
+UsdBudget = Annotated[
+    Decimal,
+    Field(
+        le=MAX_BUDGET_USD,
+        max_digits=BUDGET_USD_DIGITS,
+        decimal_places=BUDGET_USD_PLACES,
+        allow_inf_nan=False,
+    ),
+]
+
+_ASCII_DIGITS = re.compile(r"[0-9]{1,19}")
+# A JSON string (with its escapes), or one bracket: what the depth scan steps over.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
+
+
+class JsonTooDeep(ValueError):
+    """JSON nested deeper than MAX_JSON_DEPTH; the message says so in a person's words."""
+
+
+def row_id(text: str | None, *, maximum: int = MAX_INT) -> int | None:
+    """The number written in `text` if it is one an id or version can be: ASCII digits only
+    (str.isdigit() also takes '²' and '٣', which int() then refuses), from 1 to `maximum`.
+    None for anything else: the caller says what was wrong in its own words."""
+    if text is None or not _ASCII_DIGITS.fullmatch(text):
+        return None
+    number = int(text)
+    return number if 1 <= number <= maximum else None
+
+
+def json_depth(text: str) -> int:
+    """How deeply the JSON in `text` nests, read without parsing it (so without recursion):
+    brackets inside strings do not count."""
+    depth = deepest = 0
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth -= 1
+    return deepest
+
+
+def check_json_depth(text: str | bytes, *, limit: int = MAX_JSON_DEPTH) -> None:
+    """Raise JsonTooDeep if the JSON in `text` nests deeper than `limit`."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    # Cheap first: JSON can nest no deeper than it has brackets.
+    if text.count("[") + text.count("{") <= limit:
+        return
+    if json_depth(text) > limit:
+        raise JsonTooDeep(f"the JSON is nested deeper than {limit} levels")
+
+
+def loads_bounded(text: str | bytes, *, limit: int = MAX_JSON_DEPTH) -> Any:
+    """json.loads, refusing JSON nested deeper than `limit` before parsing it."""
+    check_json_depth(text, limit=limit)
+    return json.loads(text)
