@@ -18,6 +18,7 @@ from planner_ui.core.status import (
     check_run_transition,
     step_sources,
 )
+from planner_ui.model_fields import ClampedDecimalField
 
 
 def _choices(enum: type) -> list[tuple[str, str]]:
@@ -104,7 +105,7 @@ class Run(models.Model):
     # "provider:model", fixed at submission so every worker uses the same ones.
     routes = models.JSONField(default=dict, blank=True)
     budget_tokens = models.PositiveBigIntegerField(null=True, blank=True)
-    budget_usd = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    budget_usd = ClampedDecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
     tokens_in = models.PositiveBigIntegerField(default=0)
     tokens_out = models.PositiveBigIntegerField(default=0)
     tokens_cache_read = models.PositiveBigIntegerField(default=0)
