@@ -9,6 +9,7 @@ about twenty), so the whole run stays around a minute on this 2-core machine."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -55,19 +56,28 @@ def api_schema() -> Iterator[Any]:
 schema = schemathesis.pytest.from_fixture("api_schema")
 
 
+@dataclass
+class Mallory:
+    token: str
+    # What exists, by path parameter: a generated number lands on one of these.
+    ids: dict[str, list[int]]
+
+
 @pytest.fixture
-def token(make_user: Any, settings: Any) -> str:
-    """A normal user's token, with a run waiting at a gate (so ids 1 and 2 of runs, versions
-    and approvals exist to be found by the generated numbers)."""
+def mallory(make_user: Any, settings: Any) -> Mallory:
+    """A normal user's token, a run waiting for plan approval and one waiting at a gate."""
     settings.AGENTSITE_API_RATE_PER_MINUTE = 1_000_000
     user = make_user("mallory")
-    planned(user, "Research the history of tea, then write a short summary")
+    waiting = planned(user, "Research the history of tea, then write a short summary")
     gated = planned(user, "Write a two-line status note and email it to bob@example.com")
     run_approve_plan(gated.pk)
     drive(gated)
-    assert gated.approvals.filter(state=Approval.State.PENDING).exists()
+    approvals = list(
+        gated.approvals.filter(state=Approval.State.PENDING).values_list("pk", flat=True)
+    )
+    assert approvals
     _, raw = token_create(user=user, name="schemathesis")
-    return raw
+    return Mallory(raw, {"run_id": [waiting.pk, gated.pk], "approval_id": approvals, "number": [1]})
 
 
 @schema.parametrize()
@@ -77,5 +87,11 @@ def token(make_user: Any, settings: Any) -> str:
     suppress_health_check=list(HealthCheck),
     derandomize=True,
 )
-def test_api_answers_every_request_without_a_server_error(case: Any, token: str) -> None:
-    case.call_and_validate(headers={"Authorization": f"Bearer {token}"}, checks=CHECKS)
+def test_api_answers_every_request_without_a_server_error(case: Any, mallory: Mallory) -> None:
+    # Random ids would almost always miss (a 404 before any code that reads the body runs):
+    # three numbers in four are turned into ids that exist, the fourth is sent as drawn.
+    for name, value in (case.path_parameters or {}).items():
+        if name in mallory.ids and isinstance(value, int) and value % 4:
+            known = mallory.ids[name]
+            case.path_parameters[name] = known[value % len(known)]
+    case.call_and_validate(headers={"Authorization": f"Bearer {mallory.token}"}, checks=CHECKS)
