@@ -15,7 +15,7 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError
 from ninja.parser import Parser
 
-from planner_ui.core.bounds import JsonTooDeep, loads_bounded
+from planner_ui.core.bounds import JsonTooDeep, NulInText, check_no_nul, loads_bounded
 from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
 from planner_ui.models import Run
 from planner_ui.services.approvals import ApprovalRefused, ArgumentsRefused
@@ -26,12 +26,14 @@ from .auth import TokenAuth, TokenRateThrottle
 
 
 class BoundedParser(Parser):
-    """Bodies parsed with the nesting bounded: a plan or a tool's arguments nest a few levels,
-    and a few thousand open brackets would run json.loads (or what reads the value after it)
-    out of stack."""
+    """Bodies parsed with the nesting bounded (a plan or a tool's arguments nest a few levels,
+    and a few thousand open brackets would run json.loads, or what reads the value after it,
+    out of stack) and no NUL in any string (PostgreSQL cannot store one)."""
 
     def parse_body(self, request: HttpRequest) -> Any:
-        return loads_bounded(request.body)
+        data = loads_bounded(request.body)
+        check_no_nul(data)
+        return data
 
 
 api = NinjaAPI(
@@ -59,11 +61,10 @@ def _error(request: HttpRequest, status: int, detail: object, **extra: object) -
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     # ninja answers a body it cannot parse with a bare "Cannot parse request body"; a body
-    # refused for its nesting says so.
+    # refused for its nesting or a NUL says so.
     cause = exc.__cause__
-    detail = (
-        f"Cannot parse request body: {cause}." if isinstance(cause, JsonTooDeep) else exc.message
-    )
+    refused = isinstance(cause, JsonTooDeep | NulInText)
+    detail = f"Cannot parse request body: {cause}." if refused else exc.message
     return _error(request, exc.status_code, detail)
 
 

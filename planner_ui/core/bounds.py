@@ -57,6 +57,11 @@ class JsonTooDeep(ValueError):
     """JSON nested deeper than MAX_JSON_DEPTH; the message says so in a person's words."""
 
 
+class NulInText(ValueError):
+    """A NUL character in text: PostgreSQL cannot store one in a text column (psycopg
+    raises, a 500), and no task, plan or argument needs one."""
+
+
 def row_id(text: str | None, *, maximum: int = MAX_INT) -> int | None:
     """The number written in `text` if it is one an id or version can be: ASCII digits only
     (str.isdigit() also takes '²' and '٣', which int() then refuses), from 1 to `maximum`.
@@ -96,3 +101,19 @@ def loads_bounded(text: str | bytes, *, limit: int = MAX_JSON_DEPTH) -> Any:
     """json.loads, refusing JSON nested deeper than `limit` before parsing it."""
     check_json_depth(text, limit=limit)
     return json.loads(text)
+
+
+def check_no_nul(value: Any) -> None:
+    """Raise NulInText if a string anywhere in a parsed JSON value (keys too) holds a NUL.
+    Iterative: the value may nest as deep as the parser allowed."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise NulInText("text may not contain NUL (\\u0000) characters")
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)

@@ -277,7 +277,7 @@ def test_compare_with_a_run_number_out_of_range_is_a_404(client_alice, run):
 # Text that ends up in a header or a parser.
 
 
-@pytest.mark.parametrize("kind", ["json\n", "md\r\nX-Evil: 1", "html"])
+@pytest.mark.parametrize("kind", ["json\n", "md\r\nX-Evil: 1", "exe"])
 def test_report_of_an_unknown_kind_is_a_404(client_alice, run, kind):
     response = client_alice.get(f"/runs/{run.pk}/report.{kind.replace(chr(10), '%0A')}")
     assert response.status_code == 404
@@ -310,3 +310,17 @@ def test_api_body_of_json_too_deep_for_python_is_a_400(api_client):  # noqa: F81
     response = api_client().post("/api/v1/runs", TOO_DEEP, content_type="application/json")
     assert response.status_code == 400
     assert json.loads(response.content)["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/runs", {"task": "Research tea\u0000"}),
+        ("/api/v1/runs", {"task": "Research tea", "routes": {"planner\u0000": "offline:x"}}),
+    ],
+)
+def test_api_refuses_nul_characters_postgresql_cannot_store(api_client, path, body):  # noqa: F811
+    response = post(api_client(), path, body)
+    assert response.status_code == 400
+    assert "NUL" in response.json()["detail"]
+    assert not Run.objects.exists()
