@@ -15,7 +15,7 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError
 from ninja.parser import Parser
 
-from planner_ui.core.bounds import JsonTooDeep, NulInText, check_no_nul, loads_bounded
+from planner_ui.core.bounds import JsonRefused, loads_bounded
 from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
 from planner_ui.models import Run
 from planner_ui.services.approvals import ApprovalRefused, ArgumentsRefused
@@ -31,9 +31,7 @@ class BoundedParser(Parser):
     out of stack) and no NUL in any string (PostgreSQL cannot store one)."""
 
     def parse_body(self, request: HttpRequest) -> Any:
-        data = loads_bounded(request.body)
-        check_no_nul(data)
-        return data
+        return loads_bounded(request.body)
 
 
 api = NinjaAPI(
@@ -63,7 +61,7 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     # ninja answers a body it cannot parse with a bare "Cannot parse request body"; a body
     # refused for its nesting or a NUL says so.
     cause = exc.__cause__
-    refused = isinstance(cause, JsonTooDeep | NulInText)
+    refused = isinstance(cause, JsonRefused)
     detail = f"Cannot parse request body: {cause}." if refused else exc.message
     return _error(request, exc.status_code, detail)
 

@@ -53,12 +53,17 @@ _ASCII_DIGITS = re.compile(r"[0-9]{1,19}")
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
 
 
-class JsonTooDeep(ValueError):
-    """JSON nested deeper than MAX_JSON_DEPTH; the message says so in a person's words."""
+class JsonRefused(ValueError):
+    """A person's JSON was refused before it reached anything else; the message says why in
+    words that read after "refused: "."""
 
 
-class NulInText(ValueError):
-    """A NUL character in text: PostgreSQL cannot store one in a text column (psycopg
+class JsonTooDeep(JsonRefused):
+    """JSON nested deeper than MAX_JSON_DEPTH."""
+
+
+class NulInText(JsonRefused):
+    """A NUL character in text: PostgreSQL stores none in a text or jsonb column (psycopg
     raises, a 500), and no task, plan or argument needs one."""
 
 
@@ -98,9 +103,12 @@ def check_json_depth(text: str | bytes, *, limit: int = MAX_JSON_DEPTH) -> None:
 
 
 def loads_bounded(text: str | bytes, *, limit: int = MAX_JSON_DEPTH) -> Any:
-    """json.loads, refusing JSON nested deeper than `limit` before parsing it."""
+    """json.loads for a person's JSON: nested deeper than `limit` is refused before parsing
+    (JsonTooDeep), a NUL in any string after (NulInText); json.JSONDecodeError as ever."""
     check_json_depth(text, limit=limit)
-    return json.loads(text)
+    value = json.loads(text)
+    check_no_nul(value)
+    return value
 
 
 def check_no_nul(value: Any) -> None:

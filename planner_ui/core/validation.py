@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .bounds import JsonTooDeep, loads_bounded
+from .bounds import JsonRefused, loads_bounded
 from .dag import find_cycle
 from .errors import PlanValidationError
 from .plan import MAX_STEPS, ROLES, SYNTHESIS_STEP_ID, Plan
@@ -50,7 +50,7 @@ def parse_plan_json(text: str) -> Any:
         stripped = fenced.group(1)
     try:
         return loads_bounded(stripped)
-    except JsonTooDeep as exc:
+    except JsonRefused as exc:
         raise PlanValidationError([f"the plan is refused: {exc}"]) from exc
     except json.JSONDecodeError as exc:
         raise PlanValidationError([f"the plan is not valid JSON: {exc}"]) from exc

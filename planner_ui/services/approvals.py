@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from planner_ui.core.bounds import JsonTooDeep, loads_bounded
+from planner_ui.core.bounds import JsonRefused, loads_bounded
 from planner_ui.core.errors import AgentError, ToolError
 from planner_ui.models import Approval
 from planner_ui.selectors.tools import tools_for_run
@@ -155,7 +155,7 @@ def _edited_arguments(tool: Tool, text: str) -> dict[str, Any]:
         )
     try:
         arguments = loads_bounded(text)
-    except JsonTooDeep as exc:
+    except JsonRefused as exc:
         raise ArgumentsRefused(f"The edited arguments were refused: {exc}.") from exc
     except json.JSONDecodeError as exc:
         raise ArgumentsRefused(f"The edited arguments are not valid JSON: {exc}") from exc

@@ -324,3 +324,51 @@ def test_api_refuses_nul_characters_postgresql_cannot_store(api_client, path, bo
     assert response.status_code == 400
     assert "NUL" in response.json()["detail"]
     assert not Run.objects.exists()
+
+
+# NUL characters: PostgreSQL stores none in text or jsonb (psycopg raises: a 500 there).
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "data"),
+    [
+        ("post", "approvals_decide_many", {"decision": "approve", "reason": "ok\x00"}),
+        ("post", "api_tokens", {"name": "laptop\x00"}),
+        ("get", "approvals_inbox", {"tool": "send\x00email"}),
+    ],
+)
+def test_a_nul_in_a_form_or_query_field_is_refused(client_alice, waiting, method, path, data):
+    response = getattr(client_alice, method)(reverse(path), data)
+    assert response.status_code == 400
+    assert "NUL" in response.content.decode()
+    waiting.refresh_from_db()
+    assert waiting.state == Approval.State.PENDING
+
+
+def test_a_nul_in_the_url_path_is_refused(client_alice, run):
+    response = client_alice.get(f"/runs/{run.pk}/files/notes%00.md")
+    assert response.status_code == 400
+
+
+def test_a_nul_escaped_in_an_imported_plan_is_refused(client_alice, run):
+    plan = {"goal": "tea\u0000", "steps": []}
+    response = client_alice.post(
+        reverse("plan_import", args=[run.pk]),
+        {"base_version": "1", "plan_json": json.dumps(plan)},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 400
+    assert "NUL" in response.content.decode()
+
+
+def test_a_nul_escaped_in_edited_arguments_is_refused(client_alice, waiting):
+    arguments = json.dumps({**waiting.arguments, "subject": "hi\u0000"})
+    response = client_alice.post(
+        reverse("approval_decide", args=[waiting.pk]),
+        {"decision": "approve", "arguments": arguments},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 409
+    assert "NUL" in response.content.decode()
+    waiting.refresh_from_db()
+    assert waiting.state == Approval.State.PENDING
