@@ -93,7 +93,7 @@ def _inbox(
     run = query.get("run", "")
     run_id = row_id(run)
     if run and run_id is None:
-        error, status, run = f"{run[:20]!r} is not a run number: showing every run.", 400, ""
+        error, status = f"{run[:20]!r} is not a run number: showing every run.", 400
     narrowed = inbox_for_user(request.user, run_id=run_id, tool=query.get("tool", ""))
     context = {**narrowed, "notice": notice, "error": error}
     template = "planner_ui/_inbox_list.html" if fragment else "planner_ui/inbox.html"
