@@ -99,7 +99,7 @@ def test_the_migration_clamps_stored_budgets(alice):
 
     from django.apps import apps
 
-    migration = import_module("planner_ui.migrations.0018_clamp_budgets")
+    migration = import_module("planner_ui.migrations.0020_clamp_budgets")
     run = planned(alice, TASK)
     with connection.cursor() as cursor:
         cursor.execute(

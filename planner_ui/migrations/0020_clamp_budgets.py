@@ -22,7 +22,7 @@ def clamp_budgets(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("planner_ui", "0017_sealed_provider_keys"),
+        ("planner_ui", "0019_mcp_tool_review"),
     ]
 
     operations = [
