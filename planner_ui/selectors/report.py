@@ -1,6 +1,10 @@
 """A run's report, to download and keep: the task, every plan version, each step's output,
 tool calls, approvals and receipts, tokens, cost and timing. One dict (the JSON download and
-the API), and the same as Markdown."""
+the API), and the same as Markdown and as an HTML page.
+
+Most of a report is untrusted text (the task, model output, tool results): the Markdown is made
+inert for any viewer and the HTML is sanitized like the run page, so opening a report fetches
+nothing and runs nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any
 from planner_ui.core.events import EventType
 from planner_ui.core.pricing import dollars
 from planner_ui.models import Run
+from planner_ui.rendering import markdown_inert, markdown_to_safe_html
 
 from .run_json import run_json
 
@@ -94,7 +99,8 @@ def run_report(run: Run) -> dict[str, Any]:
 
 
 def report_markdown(report: dict[str, Any]) -> str:
-    """The report for people: headings, the outputs as they were written, figures in lists."""
+    """The report for people: headings, the outputs as they were written (but inert: no raw
+    HTML, images as links), figures in lists."""
     lines = [
         f"# Run {report['run_id']}: {report['status']}",
         "",
@@ -155,4 +161,31 @@ def report_markdown(report: dict[str, Any]) -> str:
         lines += [f"- {f['path']} ({f['size']:,} bytes, by {f['step']})" for f in report["files"]]
     if report["result"]:
         lines += ["", "## Deliverable", "", report["result"]]
-    return "\n".join(lines) + "\n"
+    return markdown_inert("\n".join(lines)) + "\n"
+
+
+# Opened from disk, the page has no server to send it a policy: it carries its own.
+_REPORT_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{policy}">
+<title>Run {run_id}</title>
+<style>body {{ font: 15px/1.5 system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; \
+padding: 0 1rem; }} pre {{ white-space: pre-wrap; }} blockquote {{ color: #555; }}</style>
+</head>
+<body>
+{body}
+</body>
+</html>
+"""
+REPORT_PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'"
+
+
+def report_html(report: dict[str, Any]) -> str:
+    """The Markdown report as one self-contained page, sanitized like the run page."""
+    return _REPORT_PAGE.format(
+        policy=REPORT_PAGE_POLICY,
+        run_id=int(report["run_id"]),
+        body=markdown_to_safe_html(report_markdown(report)),
+    )

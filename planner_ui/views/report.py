@@ -1,5 +1,5 @@
-"""A run's report and timeline: the report downloads as JSON or Markdown; the timeline is a
-fragment the run page fetches again as steps move."""
+"""A run's report and timeline: the report downloads as JSON, Markdown or an HTML page; the
+timeline is a fragment the run page fetches again as steps move."""
 
 from __future__ import annotations
 
@@ -10,28 +10,39 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from planner_ui.selectors.report import report_markdown, run_report
+from planner_ui.selectors.report import (
+    REPORT_PAGE_POLICY,
+    report_html,
+    report_markdown,
+    run_report,
+)
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.selectors.timeline import run_timeline
 
-REPORT_KINDS = ("json", "md")
+REPORT_KINDS = {
+    "json": "application/json",
+    "md": "text/markdown; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+}
 
 
 @login_required
 @require_GET
 def run_report_download(request: HttpRequest, run_id: int, kind: str) -> HttpResponse:
-    run = run_get_for_user(request.user, run_id)
-    # The kind ends up in the file name of a header: only the two there are.
+    # The kind ends up in the file name of a header: only the three there are.
     if kind not in REPORT_KINDS:
-        raise Http404("A report downloads as report.json or report.md.")
+        raise Http404("A report downloads as report.json, report.md or report.html.")
+    run = run_get_for_user(request.user, run_id)
     report = run_report(run)
     if kind == "json":
-        body, content_type = json.dumps(report, indent=2, ensure_ascii=False), "application/json"
+        body = json.dumps(report, indent=2, ensure_ascii=False)
     else:
-        body, content_type = report_markdown(report), "text/markdown; charset=utf-8"
-    response = HttpResponse(body, content_type=content_type)
+        body = report_markdown(report) if kind == "md" else report_html(report)
+    response = HttpResponse(body, content_type=REPORT_KINDS[kind])
     response["Content-Disposition"] = f'attachment; filename="run-{run.pk}.{kind}"'
     response["X-Content-Type-Options"] = "nosniff"
+    # Should a browser show it anyway: nothing loads, nothing runs (the page's own policy).
+    response["Content-Security-Policy"] = REPORT_PAGE_POLICY + "; sandbox"
     return response
 
 
