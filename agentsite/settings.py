@@ -111,6 +111,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "agentsite.csp.SitePolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -123,6 +124,28 @@ MIDDLEWARE = [
     # Last, as django-axes asks: turns a locked-out login into its page (429).
     "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy (django-csp): scripts only from this site or with the page's nonce, no
+# images from elsewhere (a Markdown image in model output must not leak data by being fetched),
+# connections only back to this site and its WebSocket (agentsite.csp adds ws(s)://host), and
+# never inside another site's frame. Style attributes stay allowed (the timeline positions its
+# bars with them); style elements and sheets come from this site only.
+from csp.constants import NONCE as CSP_NONCE  # noqa: E402  (the placeholder for the nonce)
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", CSP_NONCE],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 ROOT_URLCONF = "agentsite.urls"
 WSGI_APPLICATION = None

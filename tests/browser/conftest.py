@@ -44,10 +44,24 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
+    """A page whose test fails on anything the Content-Security-Policy refused: the browser
+    tests are the proof that the policy blocks nothing the pages need."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     errors: list[str] = []
+    refused: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on(
+        "console",
+        lambda message: (
+            refused.append(f"{page.url}: {message.text}")
+            if "Content Security Policy" in message.text
+            else None
+        ),
+    )
     page.js_errors = errors
+    page.csp_violations = refused
     yield page
     context.close()
+    if refused:
+        pytest.fail("the Content-Security-Policy refused:\n" + "\n".join(refused))
