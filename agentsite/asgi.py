@@ -6,8 +6,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs Django set up)
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from agentsite.origins import ExactOriginValidator  # noqa: E402
 from planner_ui.api.websocket import TokenAuthMiddleware  # noqa: E402
 from planner_ui.routing import websocket_urlpatterns  # noqa: E402
 from planner_ui.websocket_session import websocket_auth_stack  # noqa: E402
@@ -15,7 +15,7 @@ from planner_ui.websocket_session import websocket_auth_stack  # noqa: E402
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
+        "websocket": ExactOriginValidator(
             websocket_auth_stack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns)))
         ),
     }
