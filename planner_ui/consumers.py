@@ -19,6 +19,7 @@ from planner_ui.selectors.approvals import pending_count
 from planner_ui.selectors.runs import events_after, run_user_can_watch
 from planner_ui.services.events import run_group, user_group
 from planner_ui.services.streaming import live_text_snapshot
+from planner_ui.services.tokens import token_group, token_is_live
 
 # Close codes in the 4000 range are ours; the page shows why it stopped listening.
 CLOSE_NOT_LOGGED_IN = 4401
@@ -34,7 +35,31 @@ MAX_EARLY_EVENTS = 200
 
 
 class _ClientMessages(AsyncJsonWebsocketConsumer):
-    """Reads what a browser sends as JSON, answering anything malformed with a clear error."""
+    """Reads what a browser sends as JSON, answering anything malformed with a clear error;
+    a socket an API token opened closes when the token is revoked."""
+
+    token_group: str | None = None
+
+    async def _follow_token(self) -> bool:
+        """Join the group of the token that opened this socket, if one did, and then check
+        that it was not revoked meanwhile: a revocation either finds the socket in its group
+        or is seen here. False (and closed) when it was."""
+        token_id = self.scope.get("api_token_id")
+        if token_id is None:
+            return True
+        self.token_group = token_group(token_id)
+        await self.channel_layer.group_add(self.token_group, self.channel_name)
+        if not await database_sync_to_async(token_is_live)(token_id):
+            await self.close(code=CLOSE_NOT_LOGGED_IN)
+            return False
+        return True
+
+    async def token_revoked(self, message: dict[str, Any]) -> None:
+        await self.close(code=CLOSE_NOT_LOGGED_IN)
+
+    async def disconnect(self, code: int) -> None:
+        if self.token_group is not None:
+            await self.channel_layer.group_discard(self.token_group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None or len(text_data) > MAX_CLIENT_MESSAGE_CHARS:
@@ -79,6 +104,8 @@ class RunConsumer(_ClientMessages):
         if not await database_sync_to_async(run_user_can_watch)(user, self.run_id):
             await self.close(code=CLOSE_NOT_FOUND)
             return
+        if not await self._follow_token():
+            return
         async with self.sending:
             # Subscribe before replaying, so nothing falls between the two; duplicates are
             # dropped by sequence number below.
@@ -102,6 +129,7 @@ class RunConsumer(_ClientMessages):
         self.held_text = None
 
     async def disconnect(self, code: int) -> None:
+        await super().disconnect(code)
         if getattr(self, "gap_timer", None) is not None:
             self.gap_timer.cancel()
         if getattr(self, "gap_fill", None) is not None:
@@ -222,12 +250,15 @@ class InboxConsumer(_ClientMessages):
             await self.close(code=CLOSE_NOT_LOGGED_IN)
             return
         self.user = user
+        if not await self._follow_token():
+            return
         self.group = user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         await self._send_count()
 
     async def disconnect(self, code: int) -> None:
+        await super().disconnect(code)
         if getattr(self, "group", None):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 

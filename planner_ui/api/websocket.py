@@ -21,7 +21,8 @@ class TokenAuthMiddleware(BaseMiddleware):
             raw = _bearer(scope)
             found = await database_sync_to_async(token_user)(raw) if raw else None
             if found is not None:
-                scope = {**scope, "user": found[1]}
+                # The token's id lets the consumer close the socket when it is revoked.
+                scope = {**scope, "user": found[1], "api_token_id": found[0].pk}
         return await super().__call__(scope, receive, send)
 
 

@@ -1,7 +1,10 @@
 """Personal API tokens: made (and shown) once, kept as a SHA-256 digest, revoked for good.
 
 A token is 32 random bytes, so a plain SHA-256 of it is as safe to keep as a slow password
-hash, and it can be looked up by its digest in one indexed query."""
+hash, and it can be looked up by its digest in one indexed query.
+
+A WebSocket a token opened joins the token's group (token_group); revoking the token tells the
+group, and its sockets close."""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from django.utils import timezone
 from planner_ui.core.errors import AgentError
 from planner_ui.models import ApiToken
 
+from .broadcast import after_commit
+
 TOKEN_PREFIX = "ast_"
 MAX_TOKENS_PER_USER = 20
 MAX_NAME_CHARS = 100
@@ -25,6 +30,11 @@ LAST_USED_EVERY = timedelta(minutes=1)
 
 class TokenRefused(AgentError):
     """A token could not be made or revoked; the message says why."""
+
+
+def token_group(token_id: int) -> str:
+    """The channel-layer group of the WebSockets a token opened."""
+    return f"token-{token_id}"
 
 
 def _digest(raw: str) -> str:
@@ -55,11 +65,21 @@ def token_revoke(*, user: AbstractBaseUser, token_id: int) -> ApiToken:
     """Revoke one of the user's tokens; another user's token does not exist for them."""
     token = ApiToken.objects.get(pk=token_id, user=user)
     if token.revoked_at is None:
-        ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
-            revoked_at=timezone.now()
-        )
+        with transaction.atomic():
+            ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+                revoked_at=timezone.now()
+            )
+            # Its open sockets close once the revocation is committed (consumers.py).
+            after_commit().publish(token_group(token.pk), {"type": "token.revoked"})
         token.refresh_from_db()
     return token
+
+
+def token_is_live(token_id: int) -> bool:
+    """Whether the token still opens anything: not revoked, its user active."""
+    return ApiToken.objects.filter(
+        pk=token_id, revoked_at__isnull=True, user__is_active=True
+    ).exists()
 
 
 def token_user(raw: str) -> tuple[ApiToken, AbstractBaseUser] | None:
