@@ -45,7 +45,8 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A page whose test fails on anything the Content-Security-Policy refused: the browser
-    tests are the proof that the policy blocks nothing the pages need."""
+    tests are the proof that the policy blocks nothing the pages need. (So wait_for_function
+    takes a function, "() => ...": an expression it would eval in the page, which is refused.)"""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     errors: list[str] = []

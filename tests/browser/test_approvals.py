@@ -167,7 +167,7 @@ def test_a_refresh_landing_while_a_decision_is_on_its_way_keeps_its_outcome(
         holding[0] = False
         for route in held_refreshes:
             route.continue_()
-        page.wait_for_function(f"window.refreshesDone >= {done + len(held_refreshes)}")
+        page.wait_for_function(f"() => window.refreshesDone >= {done + len(held_refreshes)}")
         route, answer = held_decisions[0]
         route.fulfill(response=answer)
 

@@ -113,7 +113,7 @@ def test_connect_by_dragging_and_remove_by_clicking_in_the_graph(
     expect(page.locator("#plan-notice")).to_contain_text("Saved version 2")
     first = run.steps.exclude(role="synthesizer").first().step_id
     second = "compare-caffeine"
-    page.wait_for_function(f"window.planGraph.cy.getElementById('{second}').nonempty()")
+    page.wait_for_function(f"() => window.planGraph.cy.getElementById('{second}').nonempty()")
 
     _drag(page, first, second)
     expect(page.locator("#plan-notice")).to_contain_text(f"added dependency {first} → {second}")

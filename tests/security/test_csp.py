@@ -231,3 +231,24 @@ def test_chromium_opening_the_run_fetches_nothing_from_the_sink(
     assert page.locator("img").count() == 0
     # The image is still there to see, as a link its reader can choose to follow.
     expect(page.locator("#result a", has_text="leak=markdown-secret")).to_be_visible()
+
+
+@pytest.mark.browser
+@pytest.mark.stack
+@pytest.mark.django_db(transaction=True)
+def test_pages_the_browser_tests_do_not_open_work_under_the_policy(
+    page,  # noqa: F811
+    daphne_url,
+    django_user_model,
+):
+    """The API's docs page and the admin: the page fixture fails on anything refused."""
+    root = django_user_model.objects.create_superuser("root", password="pw-for-tests-1")
+    login(page, daphne_url, "root", "pw-for-tests-1")
+    page.goto(daphne_url + "/api/v1/docs")
+    expect(page.locator(".swagger-ui .opblock").first).to_be_visible()
+    for path in ["/admin/", "/admin/planner_ui/run/", f"/admin/auth/user/{root.pk}/change/"]:
+        page.goto(daphne_url + path)
+        expect(page.locator("#site-name")).to_be_visible()
+    page.goto(daphne_url + "/settings/api-tokens/")
+    expect(page.locator("#token-name")).to_be_visible()
+    assert page.csp_violations == []
