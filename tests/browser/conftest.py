@@ -27,19 +27,30 @@ def chromium_path() -> str | None:
     return os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or None
 
 
+# One Chromium for the session, however many test folders ask for it (tests/security imports
+# these fixtures too): a second sync Playwright cannot start while the first runs.
+_shared: dict[str, Any] = {"users": 0}
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
+    if _shared["users"] == 0:
+        playwright = sync_playwright().start()
         path = chromium_path()
-        launched = (
-            p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS, headless=True)
+        _shared["playwright"] = playwright
+        _shared["browser"] = (
+            playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS, headless=True)
             if path
-            else p.chromium.launch(args=CHROMIUM_ARGS, headless=True)
+            else playwright.chromium.launch(args=CHROMIUM_ARGS, headless=True)
         )
-        yield launched
-        launched.close()
+    _shared["users"] += 1
+    yield _shared["browser"]
+    _shared["users"] -= 1
+    if _shared["users"] == 0:
+        _shared.pop("browser").close()
+        _shared.pop("playwright").stop()
 
 
 @pytest.fixture
