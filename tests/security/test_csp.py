@@ -118,6 +118,16 @@ def test_an_image_without_a_safe_url_is_plain_text():
     assert [a.get("href") for tag, a in _tags(html) if tag == "a"] == []
 
 
+def test_inert_markdown_leaves_code_and_plain_text_as_written():
+    from planner_ui.rendering import markdown_inert
+
+    code = "Use this:\n\n```html\n<img src=x onerror=alert(1)>\n```\n\nand `a < b`, 3 < 4."
+    assert markdown_inert(code) == code
+    assert markdown_inert("See ![x](http://h/p.png) <b>now</b>") == (
+        "See [x](http://h/p.png) &lt;b>now&lt;/b>"
+    )
+
+
 # --- the header ---------------------------------------------------------------------------------
 
 
