@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 from planner_ui.agents.planner import make_plan
-from planner_ui.agents.prompts import PLANNER_SYSTEM
+from planner_ui.agents.prompts import PLANNER_SYSTEM, planner_message
 from planner_ui.core.plan import plan_json_schema
 from planner_ui.providers.base import Usage
 from planner_ui.tools import REGISTRY
+from planner_ui.tools.sandbox import commands_from
 
 from .conftest import ScriptedProvider, reply
 
@@ -147,3 +148,20 @@ def test_invalid_twice_gives_no_plan_and_lists_the_last_errors() -> None:
 def test_a_fenced_plan_is_accepted() -> None:
     provider = ScriptedProvider([reply(f"```json\n{plan_text()}\n```")])
     assert make_plan(provider, "What is 2 + 2?", TOOLS).plan is not None
+
+
+def test_the_planner_is_told_when_and_why_commands_are_not_offered() -> None:
+    specs = [tool.spec() for name, tool in REGISTRY.items() if name not in ("shell", "python")]
+    off = commands_from("sandbox", "/nonexistent/bwrap")
+
+    message = planner_message("Run `ls`", specs, commands=off)
+
+    tools = message.split("</tools>", 1)[1]
+    assert tools.startswith(
+        "\nNot offered on this site: shell and python are not offered: no sandbox: bubblewrap "
+        "('/nonexistent/bwrap') is not installed (Debian/Ubuntu: apt-get install bubblewrap)."
+    )
+    # Where they are offered, nothing is said: the prompt is the one the models know.
+    assert "Not offered" not in planner_message(
+        "Run `ls`", specs, commands=commands_from("sandbox")
+    )
