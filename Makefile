@@ -38,7 +38,7 @@ TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/agentsite
 
 test: $(STAMP)
 	./scripts/ensure-chromium.sh
-	./scripts/ensure-bubblewrap.sh
+	./scripts/ensure-debian-package.sh bwrap bubblewrap "the sandbox of the command tools"
 	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose" >&2; exit 1; fi; \
 	exit $$rc
