@@ -19,6 +19,6 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   exit 1
 fi
 
-echo "No $command_name was found, and $purpose need it." >&2
+echo "No $command_name was found; it is needed for $purpose." >&2
 echo "Install it (Debian/Ubuntu: \`sudo apt-get install $package\`), then run \`make test\` again." >&2
 exit 1
