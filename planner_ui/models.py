@@ -343,6 +343,9 @@ class ModelCall(models.Model):
     latency_ms = models.PositiveIntegerField(default=0)
     stop_reason = models.CharField(max_length=60, blank=True)
     error = models.TextField(blank=True)
+    # On a route with a tool mode: the mode it is in after this call ("native", "prompted");
+    # the first "prompted" of an "auto" route keeps the route prompted for the rest of the run.
+    tool_mode = models.CharField(max_length=8, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

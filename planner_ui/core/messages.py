@@ -89,3 +89,6 @@ class ModelReply:
     stop_reason: str  # end_turn, tool_use, max_tokens, refusal, ...
     usage: Usage
     model: str
+    # On a route with a tool mode (providers.openai_compat): how its model is asked for tool
+    # calls after this reply, "native" or "prompted" ("auto" switches); "" elsewhere.
+    tool_mode: str = ""

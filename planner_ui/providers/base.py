@@ -47,6 +47,12 @@ class Provider(ABC):
         """How the run page names this model, e.g. 'anthropic:claude-sonnet-5-5'."""
         return f"{self.name}:{self.model}"
 
+    def carry_tool_mode(self, mode: str) -> None:
+        """Start in `mode`, the tool mode an earlier call of this route switched to (a route
+        in "auto" mode that needed prompting once keeps it for the rest of its run). Only
+        providers with tool modes have anything to carry."""
+        return None  # the others ask for tools one way only
+
     @abstractmethod
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         """Send one request and return the reply; raise ProviderError on any vendor failure.

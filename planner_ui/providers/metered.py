@@ -22,6 +22,7 @@ class CallRecord:
     latency_s: float
     stop_reason: str
     error: str = ""
+    tool_mode: str = ""
 
 
 # Raises (e.g. RunStopped) to refuse the call before it is made.
@@ -65,6 +66,10 @@ class MeteredProvider(Provider):
                 usage=reply.usage,
                 latency_s=time.perf_counter() - started,
                 stop_reason=reply.stop_reason,
+                tool_mode=reply.tool_mode,
             )
         )
         return reply
+
+    def carry_tool_mode(self, mode: str) -> None:
+        self.inner.carry_tool_mode(mode)

@@ -126,8 +126,8 @@ class OpenAICompatProvider(Provider):
             raise ProviderError(f"Unknown tool mode {tool_mode!r}; use one of {TOOL_MODES}.")
         self.tool_mode = tool_mode
         # Whether tools are asked for in the prompt (see _prompted_params). "auto" starts
-        # native and switches for the rest of this provider's life (one step, or one part of
-        # a run) after a reply that wrote its call as text or sent arguments JSON cannot read.
+        # native and switches after a reply that wrote its call as text or sent arguments JSON
+        # cannot read, for the rest of the run (carry_tool_mode starts later steps switched).
         self.prompted = tool_mode == "prompted"
         # max_tokens is what Ollama, LM Studio and older llama.cpp servers read (they ignore
         # max_completion_tokens, leaving the reply unbounded); OpenAI's reasoning models refuse
@@ -178,10 +178,18 @@ class OpenAICompatProvider(Provider):
                     on_text(text)
         reply = streamed.finish(fallback_model=self.model, base_url=self._base_url)
         if prompted:
-            return _prompted_reply(reply)
-        if self.tool_mode == "auto" and request.tools and _needed_help(reply, request.tools):
+            reply = _prompted_reply(reply)
+        elif self.tool_mode == "auto" and request.tools and _needed_help(reply, request.tools):
             self.prompted = True
-        return reply
+        if self.tool_mode == TOOL_MODES[0]:
+            return reply
+        # The mode the route is in now: the run page shows it, and the route's next step starts
+        # in it (services.providers.run_provider).
+        return replace(reply, tool_mode="prompted" if self.prompted else "native")
+
+    def carry_tool_mode(self, mode: str) -> None:
+        if self.tool_mode == "auto" and mode == "prompted":
+            self.prompted = True
 
     def _open(self, params: dict[str, Any]) -> openai.Stream[ChatCompletionChunk]:
         try:

@@ -10,7 +10,7 @@ from django.db.models import Count, Q, Sum
 
 from planner_ui.core.routing import EXECUTOR, PLANNER, SYNTHESIZER
 from planner_ui.models import Run
-from planner_ui.services.providers import configured_routes
+from planner_ui.services.providers import configured_routes, switched_routes
 
 from .local_models import ready_local_routes
 
@@ -39,7 +39,7 @@ class RunUsage:
     unpriced_calls: int = 0
     budget_tokens_used_pct: float | None = None
     budget_usd_used_pct: float | None = None
-    routes: list[tuple[str, str]] = field(default_factory=list)
+    routes: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def run_usage(run: Run) -> RunUsage:
@@ -93,8 +93,14 @@ def _pct(used: int | Decimal, limit: int | Decimal | None) -> float | None:
     return round(float(used) * 100 / float(limit), 1)
 
 
-def _routes(run: Run) -> list[tuple[str, str]]:
-    """The run's routing table as (part, model) rows, in the order a person reads it."""
+def _routes(run: Run) -> list[tuple[str, str, str]]:
+    """The run's routing table as (part, model, what an "auto" route switched to) rows, in the
+    order a person reads it."""
+    switched = switched_routes(run) if any("#auto" in r for r in run.routes.values()) else set()
+    return [(part, label, "prompted" if label in switched else "") for part, label in _parts(run)]
+
+
+def _parts(run: Run) -> list[tuple[str, str]]:
     names = {PLANNER: "Planner", EXECUTOR: "Executors", SYNTHESIZER: "Synthesizer"}
     rows = []
     for part in (PLANNER, EXECUTOR):

@@ -103,6 +103,7 @@ def call_record(
         latency_ms=round(call.latency_s * 1000),
         stop_reason=call.stop_reason,
         error=call.error,
+        tool_mode=call.tool_mode,
     )
     # What the call adds to its step's and run's totals, in _ADD_USAGE's order.
     usage_params = [

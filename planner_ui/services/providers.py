@@ -130,20 +130,37 @@ def provider_build(route: Route) -> Provider:
     )
 
 
-def provider_for(purpose: str, routes: Mapping[str, str] | None = None) -> Provider:
-    """The provider for 'planner', 'executor:<role>' or 'synthesizer' under a run's routes.
+def route_of(purpose: str, routes: Mapping[str, str] | None = None) -> Route:
+    """The route of 'planner', 'executor:<role>' or 'synthesizer' under a run's routes.
 
     A run from before routes were stored (an empty table) uses the settings' routes.
     """
     try:
         if not routes:
             routes = {part: route.label for part, route in routes_for_run(check=False).items()}
-        route = route_for(routes, purpose, settings.AGENTSITE_PROVIDER)
+        return route_for(routes, purpose, settings.AGENTSITE_PROVIDER)
     except RouteError as exc:
         raise ProviderError(str(exc)) from exc
-    return provider_build(route)
+
+
+def provider_for(purpose: str, routes: Mapping[str, str] | None = None) -> Provider:
+    """The provider for a part of a run under its routes (see route_of)."""
+    return provider_build(route_of(purpose, routes))
 
 
 def run_provider(run: Run, purpose: str, step_id: str = "") -> MeteredProvider:
-    """The provider a part of `run` calls, gated by the run's budget and every call recorded."""
-    return metered(run, step_id, provider_for(purpose, run.routes))
+    """The provider a part of `run` calls, gated by the run's budget and every call recorded.
+
+    A route in "auto" tool mode that switched to prompting in an earlier step of the run starts
+    switched (the question is asked only of such routes, not on every step)."""
+    route = route_of(purpose, run.routes)
+    provider = provider_build(route)
+    if route.tool_mode == "auto" and route.label in switched_routes(run):
+        provider.carry_tool_mode("prompted")
+    return metered(run, step_id, provider)
+
+
+def switched_routes(run: Run) -> set[str]:
+    """The labels of the run's routes that an earlier call left prompted."""
+    purposes = run.calls.filter(tool_mode="prompted").values_list("purpose", flat=True).distinct()
+    return {route_of(purpose, run.routes).label for purpose in purposes}

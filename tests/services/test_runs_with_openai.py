@@ -4,6 +4,8 @@ speak) through the real openai SDK: routing, tool calls, the repair call, accoun
 from __future__ import annotations
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.services.runs import run_approve_plan
@@ -142,3 +144,40 @@ def test_a_budget_stops_a_local_run_on_the_servers_figures(server, make_user):
     assert run.status == RunStatus.FAILED
     assert run.error.startswith("Stopped because its budget of 160 tokens is spent (195 used)")
     assert len(server.requests) == 2
+
+
+def test_an_auto_route_that_needed_prompting_stays_prompted_for_the_run(server, make_user):
+    auto = LOCAL + "#auto"
+    server.enqueue_json(GOOD_PLAN)
+    run = planned(
+        make_user(), "Compute 6*7 and explain it", routes={"planner": LOCAL, "executor": auto}
+    )
+    # compute: the call written as text (recognised and run), which switches the route; its
+    # answer then comes in the prompted shape. explain, a later step with a provider of its
+    # own, starts prompted; the synthesizer is asked for no tools.
+    server.enqueue_text('```json\n{"name": "calculator", "arguments": {"expression": "6*7"}}\n```')
+    server.enqueue_json({"answer": "6*7 = 42"})
+    server.enqueue_json({"answer": "42 is six sevens."})
+    server.enqueue_text("# Result\n\n42.")
+    run_approve_plan(run.pk)
+    run = drive(run)
+
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert run.steps.get(step_id="explain").output == "42 is six sevens."
+    first, again, explain = (request.body for request in server.requests[1:4])
+    assert "tools" in first and "response_format" not in first
+    assert "tools" not in again and "tools" not in explain
+    assert explain["response_format"]["json_schema"]["schema"]["anyOf"]
+    modes = list(run.calls.exclude(purpose="planner").values_list("purpose", "tool_mode"))
+    assert modes == [
+        ("executor:coder", "prompted"),
+        ("executor:coder", "prompted"),
+        ("executor:writer", "prompted"),
+        ("synthesizer", "prompted"),
+    ]
+    # The run page's routing table says the route is prompted now.
+    page = Client()
+    page.force_login(run.owner)
+    usage = page.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert f'<code>{auto}</code> <span class="badge in-text"' in usage
+    assert ">now prompted</span>" in usage
