@@ -4,57 +4,39 @@ where "exactly once" is measured."""
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from .local_site import LocalSite, QuietHandler
 
-class Receiver:
+
+class Receiver(LocalSite):
     def __init__(self, *, delay_s: float = 0.0) -> None:
         # Held before answering, after the request was read and counted: a worker killed in
         # that window has made the call without learning its outcome.
         self.delay_s = delay_s
-        self.received: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        super().__init__()
+        self.received: list[dict[str, Any]]
 
     @property
     def count(self) -> int:
         with self._lock:
             return len(self.received)
 
-    def __enter__(self) -> Receiver:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                with receiver._lock:
-                    receiver.received.append(
-                        {
-                            "path": self.path,
-                            "body": body.decode("utf-8", "replace"),
-                            "idempotency_key": self.headers.get("Idempotency-Key", ""),
-                        }
-                    )
+                receiver.record(
+                    {
+                        "path": self.path,
+                        "body": body.decode("utf-8", "replace"),
+                        "idempotency_key": self.headers.get("Idempotency-Key", ""),
+                    }
+                )
                 if receiver.delay_s:
                     time.sleep(receiver.delay_s)
                 answer = json.dumps({"ok": True}).encode()

@@ -9,9 +9,8 @@ calls are scripted, so the run makes exactly the calls an injected page would as
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,6 +25,7 @@ from planner_ui.services.approvals import approval_decide
 from planner_ui.services.proposals import proposal_make, proposal_request
 from planner_ui.services.runs import run_approve_plan, run_create, run_plan
 from planner_ui.services.tokens import token_create
+from tests.fakes.local_site import LocalSite, QuietHandler
 from tests.services.test_runs import drive
 
 pytestmark = pytest.mark.django_db
@@ -34,21 +34,14 @@ SECRET = "sk-live-7f3a9c"
 ROUTES = {"planner": "scripted:exfil-planner", "executor": "scripted:exfil-executor"}
 
 
-class Site:
+class Site(LocalSite):
     """A local HTTP server that answers every GET with `body` (or a redirect) and records the
     path and query of each request it receives."""
 
     def __init__(self, body: str = "ok", redirect_to: str = "") -> None:
         self.body, self.redirect_to = body, redirect_to
-        self.received: list[str] = []
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        super().__init__()
+        self.received: list[str]
 
     @property
     def host(self) -> str:
@@ -58,24 +51,12 @@ class Site:
         with self._lock:
             return list(self.received)
 
-    def __enter__(self) -> Site:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
-                with site._lock:
-                    site.received.append(self.path)
+                site.record(self.path)
                 if site.redirect_to:
                     self.send_response(302)
                     self.send_header("Location", site.redirect_to)
