@@ -22,6 +22,7 @@ from planner_ui.core.prompt_contract import (
     REPORT_FAILURE_TOOL,
     STEP_FAILED_PATTERN,
     echoes_scaffolding,
+    unwrapped,
 )
 from planner_ui.core.text_calls import (
     TextCall,
@@ -318,12 +319,12 @@ def run_step(
         if not calls:
             if failure := stop_reason_failure(reply.stop_reason, reply.text):
                 raise StepFailed(failure)
-            output = reply.text.strip()
+            output = unwrapped(reply.text.strip())
             if not output:
                 raise StepFailed("the model finished without any output")
-            unwrapped = _EMPTY_TAGS.sub("", output)
-            if marker := STEP_FAILED_PATTERN.match(unwrapped):
-                reason = unwrapped[marker.end() :].strip().partition("\n")[0].rstrip("*_` ")
+            bare = _EMPTY_TAGS.sub("", output)
+            if marker := STEP_FAILED_PATTERN.match(bare):
+                reason = bare[marker.end() :].strip().partition("\n")[0].rstrip("*_` ")
                 raise StepFailed(f"the executor could not proceed: {reason or 'no reason'}")
             problem = not_a_result(output, given, known, examples, list(granted))
             if not problem:

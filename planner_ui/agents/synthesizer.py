@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from planner_ui.core.errors import StepFailed
 from planner_ui.core.messages import ModelRequest, Usage
-from planner_ui.core.prompt_contract import echoes_scaffolding
+from planner_ui.core.prompt_contract import echoes_scaffolding, unwrapped
 from planner_ui.core.text_calls import description_examples, echoed_example, is_call_shaped
 from planner_ui.providers.base import Provider
 from planner_ui.tools import REGISTRY
@@ -83,9 +83,10 @@ def synthesize(
             raise StepFailed(failure)
         if not reply.text.strip():
             raise StepFailed(f"the synthesizer produced no deliverable ({reply.stop_reason})")
-        problem = not_a_deliverable(reply.text, task, outputs)
+        text = unwrapped(reply.text.strip())
+        problem = not_a_deliverable(text, task, outputs)
         if not problem:
-            return StepOutcome(output=reply.text.strip(), usage=usage, model_calls=calls)
+            return StepOutcome(output=text, usage=usage, model_calls=calls)
         if attempt < MAX_ATTEMPTS:
             # Once more, told what went wrong.
             request = dataclasses.replace(

@@ -58,6 +58,23 @@ def echoes_scaffolding(text: str, task: str = "") -> bool:
     return bool(opened & closed)
 
 
+# A whole reply wrapped in one of our blocks, as small models format an answer after the
+# prompt's layout ("<output>375.0</output>"): the answer is what is inside. Only a bare tag: an
+# output block with its step's attributes is another step's output copied (echoes_scaffolding).
+_OUR_TAGS = "|".join(["output", *(b.value for b in Block)])
+_WRAPPED = re.compile(rf"^\s*<({_OUR_TAGS})>(.*)</\1>\s*$", re.IGNORECASE | re.DOTALL)
+_ANY_OF_OUR_TAGS = re.compile(rf"</?(?:{_OUR_TAGS})\b", re.IGNORECASE)
+
+
+def unwrapped(text: str) -> str:
+    """`text` without one of our blocks wrapped around all of it, or as it is. Only a wrapping:
+    an answer that holds a block among other text is left for echoes_scaffolding to judge."""
+    match = _WRAPPED.match(text)
+    if match is None or not match.group(2).strip() or _ANY_OF_OUR_TAGS.search(match.group(2)):
+        return text
+    return html.unescape(match.group(2).strip())
+
+
 def block(tag: Block, content: str) -> str:
     """`content`, escaped, inside <tag>…</tag> on lines of their own."""
     return f"<{tag}>\n{html.escape(content, quote=False)}\n</{tag}>"

@@ -266,3 +266,11 @@ def test_the_history_of_a_recognised_call_is_valid_for_each_vendor(
     assert outcome.output == "42"
     assert events[1][1]["content"] == "6*7 = 42"
     assert len(server.requests) == 2
+
+
+def test_an_answer_wrapped_in_an_output_block_is_the_answer_inside(tool_ctx: ToolContext) -> None:
+    # Seen from Qwen2.5-Coder-1.5B: its result written the way the prompt shows outputs.
+    provider = ScriptedProvider([reply(FENCED_CALL % "6 * 7"), reply("<output>42</output>")])
+    outcome, _ = run(provider, step("calculator"), tool_ctx)
+    assert outcome.output == "42"
+    assert outcome.model_calls == 2  # taken as it is, not asked for again

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from planner_ui.core.prompt_contract import (
     Block,
     Output,
@@ -10,6 +12,7 @@ from planner_ui.core.prompt_contract import (
     raw_block,
     read_block,
     read_outputs,
+    unwrapped,
 )
 
 
@@ -34,3 +37,25 @@ def test_an_output_cannot_close_its_block_and_pose_as_another() -> None:
 def test_outputs_are_read_in_order() -> None:
     text = output_block("a", "A", "one") + "\n" + output_block("b", "B", "two")
     assert [o.step_id for o in read_outputs(text)] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        # An answer a small model wrapped after the prompt's layout: what is inside.
+        ("<output>375.0</output>", "375.0"),
+        ("\n<output>\n375 &amp; more\n</output>\n", "375 & more"),
+        ("<CONTEXT>It is 42.</CONTEXT>", "It is 42."),
+        # Anything else stays as it is, for echoes_scaffolding and the rest to judge: another
+        # step's output block copied whole, too.
+        ('<output step="a" title="A">375</output>', '<output step="a" title="A">375</output>'),
+        ("375", "375"),
+        ("<output></output>", "<output></output>"),
+        ("<output>a</output> and <output>b</output>", "<output>a</output> and <output>b</output>"),
+        ("<output><task>x</task></output>", "<output><task>x</task></output>"),
+        ("<answer>375</answer>", "<answer>375</answer>"),
+        ("The answer: <output>375</output>", "The answer: <output>375</output>"),
+    ],
+)
+def test_an_answer_wrapped_in_one_of_our_blocks_is_unwrapped(text: str, answer: str) -> None:
+    assert unwrapped(text) == answer
