@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ReplyCutOff, StepFailed, ToolError, ToolUnavailable
 from planner_ui.core.messages import (
     ModelReply,
@@ -262,6 +263,8 @@ def run_step(
                 json.dumps(call.arguments, ensure_ascii=False), examples.get(call.name, ()), given
             ):
                 content, is_error = _example_refusal(call.name, example), True
+            elif tool.effect is Effect.READ and (earlier := _just_answered(state, call)):
+                content, is_error = _repeat_refusal(call.name, earlier), True
             else:
                 try:
                     content, is_error = perform(call, tool, state.iteration)
@@ -397,6 +400,30 @@ def _refusing_irreversible(ctx: ToolContext) -> ToolRunner:
         return call_tool(tool, call.arguments, ctx)
 
     return run_call
+
+
+def _just_answered(state: Checkpoint, call: ToolCall) -> str:
+    """The result of the same call (tool and arguments) in the step's previous turn, or "".
+    A small model may call a tool again and again with what it already has (seen: eight
+    identical calculator calls from Qwen2.5-Coder-1.5B until the step's cap)."""
+    if len(state.messages) < 3 or state.messages[-2].get("role") != "tool":
+        return ""
+    previous = state.messages[-3].get("tool_calls") or []
+    results = {r.tool_call_id: r for r in state.messages[-2].get("results", [])}
+    for earlier in previous:
+        result = results.get(earlier.id)
+        same = (earlier.name, earlier.arguments) == (call.name, call.arguments)
+        if same and result is not None and not result.is_error:
+            return result.content
+    return ""
+
+
+def _repeat_refusal(name: str, earlier: str) -> str:
+    return (
+        f"{name} was not run again: this step called it with the same arguments in its last "
+        f"turn, and its result was:\n{earlier}\nUse that result: reply with the step's result "
+        "now, or make a different call."
+    )
 
 
 def _confined(tool: Tool | None) -> dict[str, bool]:

@@ -274,3 +274,28 @@ def test_an_answer_wrapped_in_an_output_block_is_the_answer_inside(tool_ctx: Too
     outcome, _ = run(provider, step("calculator"), tool_ctx)
     assert outcome.output == "42"
     assert outcome.model_calls == 2  # taken as it is, not asked for again
+
+
+def test_the_same_read_again_is_answered_with_its_result_not_run(tool_ctx: ToolContext) -> None:
+    # Seen from Qwen2.5-Coder-1.5B: the same calculator call turn after turn, to the step's cap.
+    same = ToolCall("a", "calculator", {"expression": "6 * 7"})
+    again = ToolCall("b", "calculator", {"expression": "6 * 7"})
+    other = ToolCall("c", "calculator", {"expression": "6 * 8"})
+    provider = ScriptedProvider(
+        [reply("", same), reply("", again), reply("", other), reply("42 and 48")]
+    )
+
+    outcome, events = run(provider, step("calculator"), tool_ctx)
+
+    assert outcome.output == "42 and 48"
+    results = [payload for kind, payload in events if kind == "step.tool_result"]
+    assert [(r["call_id"], r["is_error"]) for r in results] == [
+        ("a", False),
+        ("b", True),
+        ("c", False),
+    ]
+    assert results[1]["content"] == (
+        "calculator was not run again: this step called it with the same arguments in its last "
+        "turn, and its result was:\n6 * 7 = 42\nUse that result: reply with the step's result "
+        "now, or make a different call."
+    )
