@@ -113,11 +113,14 @@ def test_a_larger_local_model_uses_a_tool_end_to_end(make_user, settings) -> Non
     for base_url in serve(model, "--seed", seed):
         settings.OPENAI_BASE_URL = base_url
         route = f"openai:{model.stem}"
+        # How its executors are asked for tool calls: AGENTSITE_TEST_MODEL_TOOL_MODE, native,
+        # prompted or auto (the default: what a careful user of a small model picks).
+        mode = os.environ.get("AGENTSITE_TEST_MODEL_TOOL_MODE", "auto")
         run = run_create(
             owner=make_user(),
             options=RunOptions(
                 task="Compute 1500 * 0.2 + 75 with the calculator and report the result.",
-                routes={"planner": route, "executor": route},
+                routes={"planner": route, "executor": f"{route}#{mode}"},
                 auto_approve=True,
             ),
         )
