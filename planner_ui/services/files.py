@@ -20,6 +20,7 @@ from django.db.models import Sum
 
 from planner_ui.core.events import EventType
 from planner_ui.models import RunFile
+from planner_ui.tools.tree import read_at_most, regular_files
 
 from .events import event_append
 
@@ -141,18 +142,14 @@ def _scan(root: Path, max_bytes: int) -> dict[str, _Found]:
     """Every regular file under `root` (links are not followed: a step cannot store a file
     from outside its folder), by its path relative to it."""
     found = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_symlink() or not path.is_file():
-            continue
-        relative = path.relative_to(root).as_posix()
+    # Through descriptors, never a link: a command's workspace may hold links to anywhere.
+    for relative, fd, stat in regular_files(root):
         if len(relative) > 255:
             continue
-        stat = path.stat()
-        if stat.st_size > max_bytes:
-            found[relative] = _Found(
-                None, stat.st_size, f"over-limit:{stat.st_size}:{stat.st_mtime_ns}"
-            )
+        content = read_at_most(fd, max_bytes + 1) if stat.st_size <= max_bytes else None
+        if content is None or len(content) > max_bytes:
+            size = max(stat.st_size, len(content or b""))
+            found[relative] = _Found(None, size, f"over-limit:{size}:{stat.st_mtime_ns}")
             continue
-        content = path.read_bytes()
         found[relative] = _Found(content, len(content), hashlib.sha256(content).hexdigest())
     return found

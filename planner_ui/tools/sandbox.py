@@ -26,6 +26,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import ClassVar
 
+from .tree import chown_tree
+
 logger = logging.getLogger(__name__)
 
 # Inside the sandbox: the workspace's path, and the user a command runs as (nobody).
@@ -180,8 +182,7 @@ class Bubblewrap(Confinement):
         super().prepare(workspace)
         if self.as_root:
             # The command runs as nobody: it must be able to change the run's files.
-            for path in (workspace, *workspace.rglob("*")):
-                os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+            chown_tree(workspace, NOBODY, NOBODY)
 
     def describe(self) -> str:
         return "sandboxed (bubblewrap: no network, only the run's workspace writable)"
