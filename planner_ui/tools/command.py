@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import ClassVar
 
 from planner_ui.core.effects import Effect
@@ -59,8 +58,7 @@ class CommandTool(Tool):
             return run_program(
                 self.confinement.argv(command, workspace, limits),
                 env=self.confinement.env(workspace),
-                # Sandboxed, the server's own paths stay outside (a shell's PWD would tell).
-                cwd=Path("/") if self.sandboxed else workspace,
+                cwd=self.confinement.cwd(workspace),
                 timeout_s=timeout,
                 max_chars=max_chars,
             )

@@ -71,8 +71,8 @@ class Confinement(ABC):
         """The environment of the process started with argv()."""
 
     @abstractmethod
-    def workdir(self, workspace: Path) -> str:
-        """The workspace's path as the command sees it."""
+    def cwd(self, workspace: Path) -> Path:
+        """The working directory of the process started with argv()."""
 
     def prepare(self, workspace: Path) -> None:
         """Make the workspace usable by the command before it starts."""
@@ -93,8 +93,8 @@ class Unconfined(Confinement):
     def env(self, workspace: Path) -> dict[str, str]:
         return {"PATH": COMMAND_PATH, "HOME": str(workspace), "LANG": "C.UTF-8"}
 
-    def workdir(self, workspace: Path) -> str:
-        return str(workspace)
+    def cwd(self, workspace: Path) -> Path:
+        return workspace
 
 
 class Bubblewrap(Confinement):
@@ -175,8 +175,9 @@ class Bubblewrap(Confinement):
         # process keeps it whole (STACK-NOTES, third wave): nothing but a PATH.
         return dict(_BWRAP_ENV)
 
-    def workdir(self, workspace: Path) -> str:
-        return SANDBOX_WORKDIR
+    def cwd(self, workspace: Path) -> Path:
+        # Not the workspace: bwrap's first process would show the server's path (PWD) inside.
+        return Path("/")
 
     def prepare(self, workspace: Path) -> None:
         super().prepare(workspace)
@@ -257,6 +258,7 @@ def sandbox_problem(bwrap: str = "bwrap") -> str:
         done = subprocess.run(
             confinement.argv(["/bin/sh", "-c", "echo ok > probe"], probe, Limits()),
             env=confinement.env(probe),
+            cwd=confinement.cwd(probe),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=20,
