@@ -21,6 +21,7 @@ from planner_ui.core.messages import (
 )
 from planner_ui.core.prompt_contract import (
     REPORT_FAILURE_TOOL,
+    STEP_FAILED_MARKER,
     STEP_FAILED_PATTERN,
     echoes_scaffolding,
     unwrapped,
@@ -136,6 +137,16 @@ def not_a_result(
                     "which this step was not asked about"
                 )
     return ""
+
+
+# Said in the system prompt of a step's last model call, when tools were used before it: a
+# model that would call on (seen: Qwen2.5-Coder-1.5B repeating a call it had the answer to
+# until the cap) answers from what it has, and the call is asked with tool_choice "none".
+LAST_TURN_NOTE = (
+    "This is your last reply for this step: you cannot call any more tools. Reply now with the "
+    "step's result from the tool results you have, as Markdown; if they are not enough to "
+    f"complete the step, reply with one line starting with '{STEP_FAILED_MARKER}' and the reason."
+)
 
 
 def correction(problem: str) -> str:
@@ -283,17 +294,23 @@ def run_step(
                 state.results = []
                 saved()
 
+        capped = (
+            f"the step reached its cap of {max_iterations} model calls without a final answer"
+        )
         if state.iteration >= max_iterations:
-            raise StepFailed(
-                f"the step reached its cap of {max_iterations} model calls without a final answer"
-            )
+            raise StepFailed(capped)
         state.iteration += 1
+        # The last call of a step that has used tools must answer: a cap reached while the
+        # results are in hand fails work that is done.
+        last = max_iterations > 1 and state.iteration == max_iterations and state.tool_calls > 0
         live = live_text(state.iteration) if live_text is not None else None
+        system = executor_system(step.role)
         request = ModelRequest(
-            system=executor_system(step.role),
+            system=f"{system}\n\n{LAST_TURN_NOTE}" if last else system,
             messages=list(state.messages),
             tools=[*specs.values(), REPORT_FAILURE_SPEC],
             purpose=f"executor:{step.role}",
+            tool_choice="none" if last else "auto",
         )
         try:
             reply = _complete_with_room(
@@ -315,6 +332,10 @@ def run_step(
             # answer does (a native call cut off there is asked again with more room).
             if found.calls and not cut:
                 calls, text, in_text = [_as_call(c) for c in found.calls], found.prose, True
+        if last and calls:
+            if live is not None:
+                live.flush()
+            raise StepFailed(capped)
         # The rest of a final answer's text is not sent: the step's output, a moment later,
         # is that text whole, and it ends the step's live text on every page.
         if live is not None and calls:
@@ -332,7 +353,7 @@ def run_step(
             problem = not_a_result(output, given, known, examples, list(granted))
             if not problem:
                 return StepOutcome(output, state.usage, state.model_calls, state.tool_calls)
-            if _corrections(state) >= MAX_CORRECTIONS:
+            if _corrections(state) >= MAX_CORRECTIONS or last:
                 raise StepFailed(f"the executor's answer was not a result: {problem}")
             # Once more, told why: a small model often gets it right when it is told.
             state.messages += [

@@ -179,6 +179,8 @@ def _request_to_wire(model: str, request: ModelRequest) -> dict[str, Any]:
         # changes from one step to the next while the tools do not.
         tools[-1]["cache_control"] = _CACHE_BREAKPOINT
         params["tools"] = tools
+        if request.tool_choice == "none":
+            params["tool_choice"] = {"type": "none"}
     if request.output_schema is not None:
         params["output_config"] = {
             "format": {"type": "json_schema", "schema": _strict_schema(request.output_schema)}

@@ -159,6 +159,8 @@ class OpenAICompatProvider(Provider):
                 }
                 for t in request.tools
             ]
+            if request.tool_choice == "none":
+                params["tool_choice"] = "none"
         if request.output_schema is not None:
             # Not strict: strict mode demands a schema subset (every property required, no
             # defaults) that local servers enforce unevenly. Our pydantic models validate the
@@ -318,11 +320,19 @@ def _prompted_request(request: ModelRequest) -> ModelRequest:
         system=system,
         messages=_prompted_messages(request.messages),
         tools=[],
-        output_schema=_prompted_schema(request.tools),
+        output_schema=_prompted_schema(request.tools, answer_only=request.tool_choice == "none"),
     )
 
 
-def _prompted_schema(tools: list[ToolSpec]) -> dict[str, Any]:
+def _prompted_schema(tools: list[ToolSpec], *, answer_only: bool = False) -> dict[str, Any]:
+    answer = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+    }
+    if answer_only:
+        # Held to an answer by the server's grammar: the one way a small model surely stops.
+        return answer
     call = {
         "anyOf": [
             {
@@ -340,11 +350,7 @@ def _prompted_schema(tools: list[ToolSpec]) -> dict[str, Any]:
                 "properties": {"tool_calls": {"type": "array", "items": call, "minItems": 1}},
                 "required": ["tool_calls"],
             },
-            {
-                "type": "object",
-                "properties": {"answer": {"type": "string"}},
-                "required": ["answer"],
-            },
+            answer,
         ]
     }
 

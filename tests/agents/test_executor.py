@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from planner_ui.agents.executor import (
+    LAST_TURN_NOTE,
     MAX_TOOL_RESULT_CHARS,
     REPORT_FAILURE_SPEC,
     StepSpec,
@@ -214,6 +215,41 @@ def test_the_iteration_cap_fails_the_step(tool_ctx: ToolContext) -> None:
 
     assert message == "the step reached its cap of 3 model calls without a final answer"
     assert len(provider.requests) == 3
+
+
+def test_the_last_call_of_a_step_that_used_tools_must_answer(tool_ctx: ToolContext) -> None:
+    calls = [reply("", ToolCall(f"c{i}", "calculator", {"expression": f"{i} + 1"})) for i in (1, 2)]
+    provider = ScriptedProvider([*calls, reply("2 + 1 = **3**")])
+
+    outcome, _ = run(provider, step("calculator"), tool_ctx, max_iterations=3)
+
+    assert outcome.output == "2 + 1 = **3**" and outcome.tool_calls == 2
+    first, second, last = provider.requests
+    assert (first.tool_choice, second.tool_choice, last.tool_choice) == ("auto", "auto", "none")
+    # The tools stay declared (the history holds calls); the note says why none may be made.
+    assert [t.name for t in last.tools] == ["calculator", REPORT_FAILURE_SPEC.name]
+    assert last.system == f"{executor_system('coder')}\n\n{LAST_TURN_NOTE}"
+    assert second.system == executor_system("coder")
+
+
+def test_a_step_that_used_no_tool_is_not_held_to_an_answer(tool_ctx: ToolContext) -> None:
+    # Its one call may be its first tool call: nothing is in hand to answer from yet.
+    provider = ScriptedProvider([reply("", ToolCall("c1", "calculator", {"expression": "6*7"}))])
+
+    message = step_failure(provider, step("calculator"), tool_ctx, max_iterations=1)
+
+    assert message == "the step reached its cap of 1 model calls without a final answer"
+    assert provider.requests[0].tool_choice == "auto"
+
+
+def test_a_call_made_on_the_last_turn_anyway_fails_at_the_cap(tool_ctx: ToolContext) -> None:
+    looping = [reply("", ToolCall(f"c{i}", "calculator", {"expression": f"{i}*2"})) for i in (1, 2)]
+    provider = ScriptedProvider(looping)
+
+    message = step_failure(provider, step("calculator"), tool_ctx, max_iterations=2)
+
+    assert message == "the step reached its cap of 2 model calls without a final answer"
+    assert provider.requests[1].tool_choice == "none"
 
 
 def test_a_refusal_fails_the_step(tool_ctx: ToolContext) -> None:

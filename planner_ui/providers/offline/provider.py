@@ -132,7 +132,7 @@ class OfflineProvider(Provider):
         # Parsed before unescaping, so an output quoting '</output>' cannot end its own block.
         outputs = read_outputs(raw_block(content, Block.CONTEXT) or "")
         answer = _ANSWERS.get(role, _researcher_answer)
-        if len(request.messages) == 1:
+        if len(request.messages) == 1 and request.tool_choice != "none":
             granted = {spec.name for spec in request.tools}
             planned = _planned_calls(directive, outputs, granted)
             if planned:

@@ -97,6 +97,19 @@ def test_the_system_prompt_and_the_tools_carry_cache_control(server):
     ]
 
 
+def test_an_answer_only_request_sends_tool_choice_none_and_keeps_the_tools(server):
+    server.enqueue_text("42")
+    provider(server).complete(ask(tools=[CALCULATOR], tool_choice="none"))
+    body = server.requests[0].body
+    assert body["tool_choice"] == {"type": "none"} and body["tools"][0]["name"] == "calculator"
+
+
+def test_an_ordinary_request_leaves_tool_choice_to_the_model(server):
+    server.enqueue_text("42")
+    provider(server).complete(ask(tools=[CALCULATOR]))
+    assert "tool_choice" not in server.requests[0].body
+
+
 def test_an_empty_system_prompt_is_left_out(server):
     # The API refuses empty text blocks.
     server.enqueue_text("ok")

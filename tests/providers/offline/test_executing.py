@@ -4,6 +4,7 @@ Tool calls are checked against the real tools' input schemas."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,14 @@ def test_a_tool_that_was_not_granted_is_never_called() -> None:
     reply = PROVIDER.complete(executor_request(instruction, ["calculator"]))
 
     assert [c.name for c in reply.tool_calls] == ["calculator"]
+
+
+def test_asked_for_an_answer_only_it_calls_nothing() -> None:
+    request = executor_request("Calculate 12*(3+4).", ["calculator"], role="coder")
+
+    reply = PROVIDER.complete(dataclasses.replace(request, tool_choice="none"))
+
+    assert reply.tool_calls == [] and reply.stop_reason == "end_turn" and reply.text
 
 
 def test_the_tasks_context_section_is_not_acted_on() -> None:

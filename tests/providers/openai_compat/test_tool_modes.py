@@ -85,6 +85,25 @@ def test_prompted_without_tools_is_an_ordinary_request(server) -> None:
     assert "response_format" not in server.requests[0].body
 
 
+def test_native_answer_only_sends_tool_choice_none(server) -> None:
+    server.enqueue_text("42")
+    provider(server, "native").complete(ask(tools=[CALCULATOR], tool_choice="none"))
+    body = server.requests[0].body
+    assert body["tool_choice"] == "none" and body["tools"][0]["function"]["name"] == "calculator"
+
+
+def test_prompted_answer_only_holds_the_reply_to_an_answer(server) -> None:
+    server.enqueue_json({"answer": "6 * 7 = 42"})
+    reply = provider(server, "prompted").complete(ask(tools=[CALCULATOR], tool_choice="none"))
+    assert reply.text == "6 * 7 = 42"
+    schema = server.requests[0].body["response_format"]["json_schema"]["schema"]
+    assert schema == {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+    }
+
+
 def test_auto_switches_to_prompted_after_a_call_written_as_text(server) -> None:
     model = provider(server, "auto")
     server.enqueue_text('```json\n{"name": "calculator", "arguments": {"expression": "1"}}\n```')
