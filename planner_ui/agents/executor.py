@@ -73,6 +73,8 @@ class StepOutcome:
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
     tool_calls: int = 0
+    # What is in doubt about a result that stands (said on the run, not failed).
+    warnings: list[str] = field(default_factory=list)
 
 
 # Offered to every step beside its granted tools: the structured way to give up, which a

@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from planner_ui.core.errors import StepFailed
+from planner_ui.core.grounding import unsupported_figures
 from planner_ui.core.messages import ModelRequest, Usage
 from planner_ui.core.prompt_contract import echoes_scaffolding, unwrapped
 from planner_ui.core.text_calls import description_examples, echoed_example, is_call_shaped
@@ -53,6 +54,16 @@ def not_a_deliverable(text: str, task: str, outputs: Sequence[tuple[str, str, st
     return ""
 
 
+def ungrounded(text: str, task: str, outputs: Sequence[tuple[str, str, str]]) -> str:
+    """Why a deliverable's figures are in doubt ("" when every one is in the material): the
+    numbers it states that neither the task nor any step output holds."""
+    invented = unsupported_figures(text, [task, *(output for _, _, output in outputs)])
+    if not invented:
+        return ""
+    listed = ", ".join(invented[:5]) + (" …" if len(invented) > 5 else "")
+    return f"it states {listed}, which neither the task nor any step output holds"
+
+
 def synthesize(
     provider: Provider,
     task: str,
@@ -85,8 +96,13 @@ def synthesize(
             raise StepFailed(f"the synthesizer produced no deliverable ({reply.stop_reason})")
         text = unwrapped(reply.text.strip())
         problem = not_a_deliverable(text, task, outputs)
-        if not problem:
-            return StepOutcome(output=text, usage=usage, model_calls=calls)
+        doubt = "" if problem else ungrounded(text, task, outputs)
+        if not problem and (not doubt or attempt == MAX_ATTEMPTS):
+            # A figure still unaccounted for after a second look may be the model's own sum:
+            # the deliverable stands, and the run says what is in doubt.
+            warnings = [f"the deliverable's figures are in doubt: {doubt}"] if doubt else []
+            return StepOutcome(output=text, usage=usage, model_calls=calls, warnings=warnings)
+        problem = problem or doubt
         if attempt < MAX_ATTEMPTS:
             # Once more, told what went wrong.
             request = dataclasses.replace(
@@ -105,6 +121,11 @@ def synthesize(
 def _correction(problem: str) -> str:
     if problem == SCAFFOLDING:
         return ECHO_CORRECTION
+    if problem.startswith("it states "):
+        return (
+            f"Check your figures: {problem}. Take every number from the step outputs as they "
+            "state it, or say how it follows from them; write the corrected deliverable."
+        )
     return (
         f"Your reply is not the deliverable: {problem}. Write the deliverable itself from the "
         "step outputs, as Markdown."

@@ -158,3 +158,38 @@ def test_an_example_the_outputs_hold_is_theirs() -> None:
     outputs = [("calc", "Calc", "12 * (3 + 4) = 84")]
     outcome = synthesize(ScriptedProvider([reply("84")]), "What is 12 * (3 + 4)?", outputs)
     assert outcome.output == "84"
+
+
+SUMS = [("multiply", "Multiply", "1500 * 0.2 = 300"), ("add", "Add", "300 + 75 = **375**")]
+
+
+def test_an_invented_figure_is_asked_for_again() -> None:
+    # As Qwen2.5-Coder-1.5B's synthesizer answered over steps that both had it right.
+    provider = ScriptedProvider([reply("The final result is 305."), reply("The result is 375.")])
+
+    outcome = synthesize(provider, "Compute 1500 * 0.2 + 75", SUMS)
+
+    assert (outcome.output, outcome.model_calls, outcome.warnings) == ("The result is 375.", 2, [])
+    asked = provider.requests[1].messages[-1]["content"]
+    assert asked.startswith(
+        "Check your figures: it states 305, which neither the task nor any step output holds."
+    )
+
+
+def test_a_figure_unaccounted_for_twice_stands_with_a_warning() -> None:
+    # It may be the model's own sum: the run says so instead of failing a deliverable.
+    provider = ScriptedProvider([reply("Together: 675."), reply("Both together: 675.")])
+
+    outcome = synthesize(provider, "Compute 1500 * 0.2 + 75", SUMS)
+
+    assert outcome.output == "Both together: 675." and outcome.model_calls == 2
+    assert outcome.warnings == [
+        "the deliverable's figures are in doubt: it states 675, which neither the task nor "
+        "any step output holds"
+    ]
+
+
+def test_figures_from_the_task_and_the_outputs_need_no_second_look() -> None:
+    provider = ScriptedProvider([reply("1,500 × 0.2 = 300; 300 + 75 = **375**.")])
+    outcome = synthesize(provider, "Compute 1500 * 0.2 + 75", SUMS)
+    assert (outcome.model_calls, outcome.warnings) == (1, [])
