@@ -6,6 +6,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from planner_ui.core.errors import PlanValidationError, ReplyUnusable
+from planner_ui.core.grants import ungranted_mentions
 from planner_ui.core.messages import ModelRequest, ToolSpec, Usage
 from planner_ui.core.plan import Plan, plan_json_schema
 from planner_ui.core.validation import parse_plan_json, validate_plan
@@ -41,12 +42,16 @@ def make_plan(
     max_attempts: int = 2,
     first_message: str | None = None,
 ) -> PlanningResult:
-    """Ask for a plan; if it fails validation, ask once more with the errors. Never guesses."""
+    """Ask for a plan; if it fails validation, ask once more with the errors. Never guesses.
+
+    A valid plan whose steps are not granted the tools their instructions name is also asked
+    about once; the answer is taken if it is valid, else the first plan stands."""
     known = {spec.name for spec in tools}
     content = first_message or planner_message(task, tools)
     messages: list[dict] = [{"role": "user", "content": content}]
     attempts: list[PlanAttempt] = []
     model = provider.label
+    standing: Plan | None = None  # a valid plan asked about once more
     for _ in range(max_attempts):
         reply = provider.complete(
             ModelRequest(
@@ -76,7 +81,22 @@ def make_plan(
             ]
             continue
         attempts.append(PlanAttempt(reply.text, reply.usage, []))
-        return PlanningResult(plan, attempts, model)
+        doubts = [] if standing else ungranted_mentions(plan, known)
+        if not doubts or len(attempts) == max_attempts:
+            return PlanningResult(plan, attempts, model)
+        standing = plan
+        messages += [
+            {"role": "assistant", "content": reply.text},
+            {
+                "role": "user",
+                "content": "Check that plan's tools:\n"
+                + "\n".join(f"- {d}" for d in doubts)
+                + "\nGrant each step the tools its instruction says to use (only from the list "
+                "given), or reword the instruction. Reply with the whole plan as one JSON object.",
+            },
+        ]
+    if standing is not None:
+        return PlanningResult(standing, attempts, model)
     return PlanningResult(None, attempts, model)
 
 

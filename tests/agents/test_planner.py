@@ -165,3 +165,25 @@ def test_the_planner_is_told_when_and_why_commands_are_not_offered() -> None:
     assert "Not offered" not in planner_message(
         "Run `ls`", specs, commands=commands_from("sandbox")
     )
+
+
+def test_a_step_not_granted_the_tool_its_instruction_names_is_asked_about_once() -> None:
+    # As Qwen2.5-Coder-1.5B planned: "the calculator", granted read_file.
+    provider = ScriptedProvider([reply(plan_text(tools=["fetch_url"])), reply(plan_text())])
+
+    result = make_plan(provider, "What is 2 + 2?", TOOLS)
+
+    assert result.plan is not None and result.plan.steps[0].tools == ["calculator"]
+    asked = provider.requests[1].messages[-1]["content"]
+    assert asked.startswith(
+        "Check that plan's tools:\n- step 'add' says to use calculator in its instruction but "
+        "is not granted it (its tools: fetch_url)\n"
+    )
+
+
+def test_the_first_plan_stands_when_the_second_look_is_invalid_or_unchanged() -> None:
+    for second in ("not json", plan_text(tools=["fetch_url"])):
+        provider = ScriptedProvider([reply(plan_text(tools=["fetch_url"])), reply(second)])
+        result = make_plan(provider, "What is 2 + 2?", TOOLS)
+        assert result.plan is not None and result.plan.steps[0].tools == ["fetch_url"]
+        assert len(provider.requests) == 2  # never a third call

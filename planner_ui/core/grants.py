@@ -1,0 +1,35 @@
+"""Whether each step of a plan is granted the tools its own instruction names: a small model's
+planner has written "Read the calculator's result" and granted read_file, and the executor,
+without the calculator, looped until its cap."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+from .plan import Plan
+
+
+def _mention(name: str) -> re.Pattern[str]:
+    """How an instruction names a tool. A name with an underscore (read_file) is a tool's
+    wherever it stands; a plain word (calculator, python, shell) only as "the calculator" or
+    "calculator tool", so "Compare Python and Go" names no tool."""
+    spelled = re.escape(name).replace("_", "[ _]")
+    if "_" in name:
+        return re.compile(rf"\b{spelled}\b", re.IGNORECASE)
+    return re.compile(rf"\bthe {spelled}\b|\b{spelled} tool\b", re.IGNORECASE)
+
+
+def ungranted_mentions(plan: Plan, offered: Collection[str]) -> list[str]:
+    """One line per step whose instruction names an offered tool the step is not granted."""
+    patterns = {name: _mention(name) for name in sorted(offered)}
+    problems = []
+    for step in plan.steps:
+        named = [n for n, p in patterns.items() if n not in step.tools and p.search(step.instruction)]
+        if named:
+            granted = ", ".join(step.tools) or "none"
+            problems.append(
+                f"step '{step.id}' says to use {', '.join(named)} in its instruction but is not "
+                f"granted it (its tools: {granted})"
+            )
+    return problems
