@@ -9,6 +9,8 @@ from typing import Any
 
 from planner_ui.models import Run
 
+from .timeline import run_timing
+
 
 @dataclass
 class Figures:
@@ -21,7 +23,9 @@ class Figures:
     tokens_cached: int
     cost_usd: Decimal
     unpriced_calls: int
-    wall_s: float | None
+    # Active time (core.timing): what the machines worked, not the waits for a person, pauses
+    # or the idle time before a retry.
+    active_s: float | None
     steps: int
     reused: int  # steps a fork took over from its original, not run again
 
@@ -41,22 +45,18 @@ def figures(run: Run, label: str) -> Figures:
         tokens_cached=run.tokens_cache_read,
         cost_usd=run.cost_usd,
         unpriced_calls=run.calls.filter(cost_usd__isnull=True).count(),
-        wall_s=wall_seconds(run),
+        active_s=active_seconds(run),
         steps=run.steps.count(),
         reused=run.steps.filter(reused_from__isnull=False).count(),
     )
 
 
-def wall_seconds(run: Run) -> float | None:
-    """Time the machines worked on it: planning plus execution, not the wait for approval."""
+def active_seconds(run: Run) -> float | None:
+    """Time the machines worked on a finished run: planning plus execution, without the gaps
+    (core.timing); None until it has finished."""
     if run.started_at is None or run.finished_at is None:
         return None
-    execution = (run.finished_at - run.started_at).total_seconds()
-    if run.baseline_of_id:
-        return execution
-    planned = run.events.filter(type="plan.version").order_by("seq").first()
-    planning = (planned.created_at - run.created_at).total_seconds() if planned else 0.0
-    return planning + execution
+    return run_timing(run).active_s
 
 
 def comparison(run: Run) -> dict[str, Any]:
@@ -109,7 +109,7 @@ def _side_by_side(
             "model_calls": _ratio(left.model_calls, right.model_calls),
             "tokens": _ratio(left.tokens, right.tokens),
             "cost_usd": _ratio(left.cost_usd, right.cost_usd),
-            "wall_s": _ratio(left.wall_s, right.wall_s),
+            "active_s": _ratio(left.active_s, right.active_s),
         }
     return {
         "original": original,

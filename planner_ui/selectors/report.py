@@ -18,6 +18,7 @@ from planner_ui.models import Run
 from planner_ui.rendering import markdown_inert, markdown_to_safe_html
 
 from .run_json import run_json
+from .timeline import run_timing
 
 
 def _iso(value: Any) -> str | None:
@@ -44,13 +45,20 @@ def run_report(run: Run) -> dict[str, Any]:
             model=step.model,
             tool_calls=calls.get(step.step_id, []),
         )
+    timing = run_timing(run)
     report.update(
         task=run.task,
         owner=run.owner.get_username(),
         created_at=_iso(run.created_at),
         started_at=_iso(run.started_at),
         finished_at=_iso(run.finished_at),
-        duration_s=run.duration_s,
+        # Active time, without the waits for a person, pauses and idle gaps (listed apart).
+        active_s=round(timing.active_s, 3),
+        elapsed_s=round(timing.elapsed_s, 3),
+        gaps=[
+            {"reason": g.reason, "seconds": round(g.seconds, 3), "start": _iso(g.start)}
+            for g in timing.gaps
+        ],
         plan_versions=[
             {
                 "number": v.number,
@@ -108,7 +116,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         "",
         f"- Owner: {report['owner']}",
         f"- Started: {report['started_at'] or '—'}; finished: {report['finished_at'] or '—'}"
-        + (f" ({report['duration_s']:.1f} s)" if report["duration_s"] else ""),
+        + (f" ({report['active_s']:.1f} s active)" if report["active_s"] else ""),
         f"- Model calls: {report['model_calls']}; tokens: {report['tokens']['input']:,} in, "
         f"{report['tokens']['output']:,} out; cost: {dollars(Decimal(report['cost_usd']), 4)}",
     ]

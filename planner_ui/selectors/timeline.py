@@ -1,5 +1,5 @@
-"""A run as a timeline: each step's time queued, running and waiting for a person, from its
-events, on one axis from the approval to the end (or to now, while it runs)."""
+"""A run in time: its active time and gaps (core.timing) from the event log and model calls, and
+the Gantt chart of its steps on an axis of active time, with the graph's critical path."""
 
 from __future__ import annotations
 
@@ -8,26 +8,85 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from planner_ui.core import dag
+from planner_ui.core import timing as core_timing
 from planner_ui.core.events import EventType
+from planner_ui.core.timing import Gap, Scale, Segment, Span, Tick, Timing
 from planner_ui.models import Run
 
-# What starts a segment of each kind; anything else a step does ends the open one.
-_OPENS = {
-    EventType.STEP_QUEUED: "queued",
-    EventType.STEP_STARTED: "running",
-    EventType.STEP_WAITING: "waiting",
-}
-_ENDS = {EventType.STEP_SUCCEEDED, EventType.STEP_FAILED, EventType.STEP_SKIPPED}
+from .estimate import critical_step_ids
+
+_STEP_EVENTS = [*core_timing.SEGMENT_OPENED_BY, *core_timing.STEP_ENDED_BY]
+# Run-level moments: planning ends with the first plan version and waits for its approval;
+# a pause holds the run until it resumes.
+_RUN_EVENTS = [
+    EventType.PLAN_VERSION,
+    EventType.PLAN_APPROVED,
+    EventType.RUN_PAUSED,
+    EventType.RUN_RESUMED,
+]
+
+
+def run_timing(run: Run, now: datetime | None = None) -> Timing:
+    """The run's active time and gaps; see core.timing."""
+    now = now or timezone.now()
+    return _timing(run, _step_segments(run, now), now)[0]
+
+
+def _step_segments(run: Run, now: datetime) -> dict[str, list[Segment]]:
+    events = run.events.filter(type__in=_STEP_EVENTS).exclude(step_id="").order_by("seq")
+    return core_timing.step_segments(events.values_list("step_id", "type", "created_at"), now)
+
+
+def _timing(
+    run: Run, segments: dict[str, list[Segment]], now: datetime
+) -> tuple[Timing, Span | None]:
+    """The run's timing, and the span the planner took to write the first plan (if it has)."""
+    work: list[Span] = []
+    holds: list[Gap] = []
+    for rows in segments.values():
+        for segment in rows:
+            if segment.kind == "waiting":
+                holds.append(Gap(segment.start, segment.end, core_timing.WAITING))
+            else:
+                work.append(segment)
+    for ended, seconds in run.calls.values_list("created_at", "latency_ms"):
+        work.append(core_timing.span_ending(ended, seconds / 1000))
+    planning = first_version = approved = paused = None
+    events = run.events.filter(type__in=_RUN_EVENTS).order_by("seq")
+    for kind, at in events.values_list("type", "created_at"):
+        if kind == EventType.PLAN_VERSION and first_version is None:
+            first_version = at
+            planning = Span(run.created_at, at)  # retries of an invalid plan too
+            work.append(planning)
+        elif kind == EventType.PLAN_APPROVED and approved is None and first_version:
+            approved = at
+            holds.append(Gap(first_version, at, core_timing.WAITING))
+        elif kind == EventType.RUN_PAUSED and paused is None:
+            paused = at
+        elif kind == EventType.RUN_RESUMED and paused is not None:
+            holds.append(Gap(paused, at, core_timing.PAUSED))
+            paused = None
+    if first_version and approved is None and not run.is_finished:
+        holds.append(Gap(first_version, now, core_timing.WAITING))
+    if paused is not None and not run.is_finished:
+        holds.append(Gap(paused, now, core_timing.PAUSED))
+    return core_timing.run_timing(work, holds), planning
 
 
 @dataclass
-class Segment:
+class Bar:
     kind: str  # queued, running or waiting
+    ended_by: str  # see core.timing.Segment
     start: datetime
     end: datetime | None  # None: going on now
-    left_pct: float = 0.0
-    width_pct: float = 0.0
+    seconds: float
+    left_pct: float
+    width_pct: float
+
+    @property
+    def outcome(self) -> str:
+        """How the step ended here, when it did: "succeeded", "failed" or "skipped"."""
+        return self.ended_by if self.ended_by in core_timing.STEP_ENDED_BY.values() else ""
 
 
 @dataclass
@@ -36,53 +95,77 @@ class Row:
     title: str
     status: str
     critical: bool = False
-    segments: list[Segment] = field(default_factory=list)
+    segments: list[Bar] = field(default_factory=list)
+
+
+@dataclass
+class GapBand:
+    reason: str
+    start: datetime
+    seconds: float
+    left_pct: float
+    width_pct: float
 
 
 @dataclass
 class Timeline:
-    start: datetime | None
-    end: datetime
+    timing: Timing
     rows: list[Row]
+    ticks: list[Tick] = field(default_factory=list)
+    gaps: list[GapBand] = field(default_factory=list)
+    critical_path: list[str] = field(default_factory=list)
+    planning: Row | None = None
+
+    @property
+    def start(self) -> datetime | None:
+        return self.timing.start
+
+    @property
+    def end(self) -> datetime | None:
+        return self.timing.end
 
     @property
     def seconds(self) -> float:
-        return (self.end - self.start).total_seconds() if self.start else 0.0
+        return self.timing.active_s
 
 
 def run_timeline(run: Run) -> Timeline:
+    """The Gantt chart: a row per step, its queued / running / waiting bars on an axis of
+    active time (gaps cut to narrow bands), critical steps as the graph marks them."""
+    now = timezone.now()
     steps = list(run.steps.all())
-    rows = {s.step_id: Row(s.step_id, s.title, s.status) for s in steps}
-    events = run.events.filter(type__in=[*_OPENS, *_ENDS], step_id__in=list(rows)).values_list(
-        "step_id", "type", "created_at"
-    )
-    for step_id, kind, at in events.order_by("seq"):
-        row = rows[step_id]
-        if row.segments and row.segments[-1].end is None:
-            row.segments[-1].end = at
-        if kind in _OPENS:
-            row.segments.append(Segment(_OPENS[kind], at, None))
-    start = run.started_at or min(
-        (row.segments[0].start for row in rows.values() if row.segments), default=None
-    )
-    end = run.finished_at or timezone.now()
-    total = (end - start).total_seconds() if start else 0.0
-    for row in rows.values():
-        for segment in row.segments:
-            stop = segment.end or end
-            if total > 0:
-                segment.left_pct = round(100 * (segment.start - start).total_seconds() / total, 2)
-                width = 100 * (stop - segment.start).total_seconds() / total
-                segment.width_pct = round(max(width, 0.3), 2)  # a short one stays visible
-    # The chain of steps that set the run's length, by how long each really took.
-    durations = {
-        s.step_id: (s.finished_at - s.started_at).total_seconds()
-        if s.started_at and s.finished_at
-        else 0.0
-        for s in steps
-    }
-    deps = {s.step_id: [d for d in s.depends_on if d in rows] for s in steps}
-    if any(durations.values()):
-        for step_id in dag.critical_path(deps, durations):
-            rows[step_id].critical = True
-    return Timeline(start, end, [rows[s.step_id] for s in steps])
+    segments = _step_segments(run, now)
+    timing, planning = _timing(run, segments, now)
+    scale = Scale(timing)
+    path = critical_step_ids(steps)
+    on_path = set(path)
+    rows = [Row(s.step_id, s.title, s.status, s.step_id in on_path) for s in steps]
+    for row in rows:
+        row.segments = _bars(segments.get(row.step_id, []), scale)
+    planning_row = None
+    if planning is not None:
+        # Not a step, but active time: the row that explains the axis's first stretch.
+        planning_row = Row("", "The planner writes the plan", "succeeded")
+        planning_row.segments = _bars(
+            [Segment(planning.start, planning.end, "running", "succeeded")], scale
+        )
+    bands = [
+        GapBand(gap.reason, gap.start, gap.seconds, scale.pct(gap.start), scale.width_pct(gap))
+        for gap in timing.gaps
+    ]
+    return Timeline(timing, rows, scale.ticks(), bands, path, planning_row)
+
+
+def _bars(segments: list[Segment], scale: Scale) -> list[Bar]:
+    return [
+        Bar(
+            kind=segment.kind,
+            ended_by=segment.ended_by,
+            start=segment.start,
+            end=segment.end if segment.ended_by else None,
+            seconds=segment.seconds,
+            left_pct=scale.pct(segment.start),
+            width_pct=scale.width_pct(segment),
+        )
+        for segment in segments
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -13,6 +14,7 @@ from planner_ui.models import Run
 from planner_ui.services.providers import configured_routes, switched_routes
 
 from .local_models import ready_local_routes
+from .timeline import run_timing
 
 # The order roles appear in: the plan's life from first call to last.
 _ROLE_ORDER = (PLANNER, "researcher", "coder", "critic", "writer", SYNTHESIZER)
@@ -34,12 +36,25 @@ class RoleUsage:
 
 
 @dataclass
+class TimeGap:
+    reason: str  # core.timing: "waiting for approval", "paused" or "idle"
+    seconds: float
+    start: datetime
+    end: datetime
+
+
+@dataclass
 class RunUsage:
     roles: list[RoleUsage] = field(default_factory=list)
     unpriced_calls: int = 0
     budget_tokens_used_pct: float | None = None
     budget_usd_used_pct: float | None = None
     routes: list[tuple[str, str, str]] = field(default_factory=list)
+    # The run's time (core.timing): active, and from its first activity to its last, with the
+    # gaps between (waiting for approval, paused, idle) listed apart.
+    active_s: float = 0.0
+    elapsed_s: float = 0.0
+    gaps: list[TimeGap] = field(default_factory=list)
 
 
 def run_usage(run: Run) -> RunUsage:
@@ -78,12 +93,16 @@ def run_usage(run: Run) -> RunUsage:
     order = {role: n for n, role in enumerate(_ROLE_ORDER)}
     roles.sort(key=lambda r: (order.get(r.role, len(order)), r.role))
     budget = run.budget
+    timing = run_timing(run)
     return RunUsage(
         roles=roles,
         unpriced_calls=sum(r.unpriced_calls for r in roles),
         budget_tokens_used_pct=_pct(run.tokens_in + run.tokens_out, budget.tokens),
         budget_usd_used_pct=_pct(run.cost_usd, budget.usd),
         routes=_routes(run),
+        active_s=round(timing.active_s, 3),
+        elapsed_s=round(timing.elapsed_s, 3),
+        gaps=[TimeGap(g.reason, round(g.seconds, 3), g.start, g.end) for g in timing.gaps],
     )
 
 

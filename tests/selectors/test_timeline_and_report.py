@@ -24,7 +24,11 @@ def done(make_user):
 
 def test_every_step_that_ran_has_its_queued_then_running_time(done):
     timeline = run_timeline(done)
-    assert timeline.start == done.started_at and timeline.end == done.finished_at
+    # From the planner's start to the synthesis: active time, the wait for approval apart.
+    assert timeline.start == done.created_at
+    assert done.started_at < timeline.end <= done.finished_at
+    assert [gap.reason for gap in timeline.gaps] == ["waiting for approval"]
+    assert timeline.seconds < (done.finished_at - done.created_at).total_seconds()
     for row in timeline.rows:
         kinds = [segment.kind for segment in row.segments]
         assert kinds == ["queued", "running"], (row.step_id, kinds)

@@ -51,7 +51,7 @@ def test_the_comparison_puts_both_runs_figures_side_by_side(finished):
         assert view["ratios"]["model_calls"] == round(
             finished.model_calls / baseline.model_calls, 2
         )
-        assert plan.wall_s is not None and agent.wall_s is not None
+        assert plan.active_s is not None and agent.active_s is not None
 
 
 def test_a_baseline_of_a_baseline_is_another_baseline_of_the_original(finished):
