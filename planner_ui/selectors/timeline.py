@@ -3,6 +3,7 @@ the Gantt chart of its steps on an axis of active time, with the graph's critica
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -11,14 +12,15 @@ from django.utils import timezone
 from planner_ui.core import timing as core_timing
 from planner_ui.core.events import EventType
 from planner_ui.core.timing import Gap, Scale, Segment, Span, Tick, Timing
-from planner_ui.models import Run
+from planner_ui.models import ModelCall, Run, RunEvent
 
 from .estimate import critical_step_ids
 
-_STEP_EVENTS = [*core_timing.SEGMENT_OPENED_BY, *core_timing.STEP_ENDED_BY]
-# Run-level moments: planning ends with the first plan version and waits for its approval;
-# a pause holds the run until it resumes.
-_RUN_EVENTS = [
+_STEPS = {*core_timing.SEGMENT_OPENED_BY, *core_timing.STEP_ENDED_BY}
+# Besides the steps' states, the run's own moments: planning ends with the first plan version,
+# which waits for its approval; a pause holds the run until it resumes.
+_EVENTS = [
+    *_STEPS,
     EventType.PLAN_VERSION,
     EventType.PLAN_APPROVED,
     EventType.RUN_PAUSED,
@@ -28,20 +30,38 @@ _RUN_EVENTS = [
 
 def run_timing(run: Run, now: datetime | None = None) -> Timing:
     """The run's active time and gaps; see core.timing."""
-    now = now or timezone.now()
-    return _timing(run, _step_segments(run, now), now)[0]
+    return runs_timing([run], now)[run.pk]
 
 
-def _step_segments(run: Run, now: datetime) -> dict[str, list[Segment]]:
-    events = run.events.filter(type__in=_STEP_EVENTS).exclude(step_id="").order_by("seq")
-    return core_timing.step_segments(events.values_list("step_id", "type", "created_at"), now)
+def runs_timing(runs: Sequence[Run], now: datetime | None = None) -> dict[int, Timing]:
+    """Each run's timing by id, in two queries whatever the number of runs (a page of the
+    history)."""
+    return {pk: found[0] for pk, found in _read(runs, now or timezone.now()).items()}
+
+
+_Found = tuple[Timing, Span | None, dict[str, list[Segment]]]
+
+
+def _read(runs: Sequence[Run], now: datetime) -> dict[int, _Found]:
+    """Each run's timing, the span its planner wrote the first plan in (if it has) and its
+    steps' segments, from its events and model calls."""
+    events: dict[int, list[tuple[str, str, datetime]]] = {run.pk: [] for run in runs}
+    calls: dict[int, list[Span]] = {run.pk: [] for run in runs}
+    rows = RunEvent.objects.filter(run__in=list(events), type__in=_EVENTS).order_by("run", "seq")
+    for run_id, step_id, kind, at in rows.values_list("run_id", "step_id", "type", "created_at"):
+        events[run_id].append((step_id, kind, at))
+    made = ModelCall.objects.filter(run__in=list(events)).order_by()
+    for run_id, ended, ms in made.values_list("run_id", "created_at", "latency_ms"):
+        calls[run_id].append(core_timing.span_ending(ended, ms / 1000))
+    return {run.pk: _timing(run, events[run.pk], calls[run.pk], now) for run in runs}
 
 
 def _timing(
-    run: Run, segments: dict[str, list[Segment]], now: datetime
-) -> tuple[Timing, Span | None]:
-    """The run's timing, and the span the planner took to write the first plan (if it has)."""
-    work: list[Span] = []
+    run: Run, events: list[tuple[str, str, datetime]], calls: list[Span], now: datetime
+) -> _Found:
+    steps = [(step_id, kind, at) for step_id, kind, at in events if step_id and kind in _STEPS]
+    segments = core_timing.step_segments(steps, now)
+    work: list[Span] = [*calls]
     holds: list[Gap] = []
     for rows in segments.values():
         for segment in rows:
@@ -49,11 +69,8 @@ def _timing(
                 holds.append(Gap(segment.start, segment.end, core_timing.WAITING))
             else:
                 work.append(segment)
-    for ended, seconds in run.calls.values_list("created_at", "latency_ms"):
-        work.append(core_timing.span_ending(ended, seconds / 1000))
     planning = first_version = approved = paused = None
-    events = run.events.filter(type__in=_RUN_EVENTS).order_by("seq")
-    for kind, at in events.values_list("type", "created_at"):
+    for _, kind, at in events:
         if kind == EventType.PLAN_VERSION and first_version is None:
             first_version = at
             planning = Span(run.created_at, at)  # retries of an invalid plan too
@@ -70,7 +87,7 @@ def _timing(
         holds.append(Gap(first_version, now, core_timing.WAITING))
     if paused is not None and not run.is_finished:
         holds.append(Gap(paused, now, core_timing.PAUSED))
-    return core_timing.run_timing(work, holds), planning
+    return core_timing.run_timing(work, holds), planning, segments
 
 
 @dataclass
@@ -132,10 +149,8 @@ class Timeline:
 def run_timeline(run: Run) -> Timeline:
     """The Gantt chart: a row per step, its queued / running / waiting bars on an axis of
     active time (gaps cut to narrow bands), critical steps as the graph marks them."""
-    now = timezone.now()
     steps = list(run.steps.all())
-    segments = _step_segments(run, now)
-    timing, planning = _timing(run, segments, now)
+    timing, planning, segments = _read([run], timezone.now())[run.pk]
     scale = Scale(timing)
     path = critical_step_ids(steps)
     on_path = set(path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -57,7 +57,7 @@ from planner_ui.selectors.runs import (
     run_list_for_user,
     tool_calls_by_step,
 )
-from planner_ui.selectors.timeline import run_timeline
+from planner_ui.selectors.timeline import run_timeline, runs_timing
 from planner_ui.selectors.tools import tools_for_run, tools_for_user
 from planner_ui.selectors.usage import model_suggestions, run_usage
 from planner_ui.selectors.workers import workers_alive
@@ -237,7 +237,8 @@ def _route_field(part: str) -> str:
 def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
     return {
         "form": form,
-        "recent": run_list_for_user(user)[:5],
+        "recent": (recent := list(run_list_for_user(user)[:5])),
+        "active_s": _active_seconds(recent),
         "providers": provider_status(staff=user.is_staff),
         "local": local_models_panel() if user.is_staff else None,
         "model_suggestions": model_suggestions(),
@@ -291,7 +292,13 @@ def run_list(request: HttpRequest) -> HttpResponse:
     page = Paginator(run_list_for_user(request.user), RUNS_PER_PAGE).get_page(
         request.GET.get("page")
     )
-    return render(request, "planner_ui/run_list.html", {"page": page})
+    context = {"page": page, "active_s": _active_seconds(page.object_list)}
+    return render(request, "planner_ui/run_list.html", context)
+
+
+def _active_seconds(runs: Sequence[Run]) -> dict[int, float]:
+    """Each run's active time by id, for the history table (selectors.timeline)."""
+    return {pk: timing.active_s for pk, timing in runs_timing(runs).items()}
 
 
 def render_run(
