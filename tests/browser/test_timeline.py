@@ -1,0 +1,57 @@
+"""The timeline in a real browser: a Gantt chart with a time axis, the graph's status colours
+and the same critical path as the graph."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from planner_ui.models import Run
+from tests.browser.flows import login, submit_task
+
+pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+
+TASK = "Research tea, coffee and mate, then write a short summary"
+# graph.js COLORS: the border of a succeeded step and of a queued one.
+SUCCEEDED = "rgb(31, 157, 85)"
+QUEUED = "rgb(91, 141, 239)"
+
+
+def test_the_timeline_has_a_time_axis_and_marks_the_graphs_critical_path(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("alice", "pw-for-tests-1")
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    submit_task(page, TASK)
+    page.click("#approve-plan")
+    expect(page.locator("#result")).to_be_visible(timeout=90_000)
+    run = Run.objects.get()
+    steps = run.steps.count()
+    timeline = page.locator("#run-timeline")
+    expect(timeline.locator(".timeline-row[data-status='succeeded']")).to_have_count(steps)
+
+    # The axis: marks from 0 in active time, left to right.
+    ticks = timeline.locator("#gantt-axis .gantt-tick")
+    assert ticks.count() >= 3
+    assert ticks.first.inner_text().startswith("0")
+    lefts = [t.evaluate("(el) => el.getBoundingClientRect().left") for t in ticks.all()]
+    assert lefts == sorted(lefts)
+    # The planner's row, then a row per step, each queued then running.
+    expect(timeline.locator(".timeline-row[data-row='planning'] .seg")).to_have_count(1)
+    for row in timeline.locator(".timeline-row[data-step-id]").all():
+        expect(row.locator(".seg-queued")).to_have_count(1)
+        expect(row.locator(".seg-running.ended-succeeded")).to_have_count(1)
+
+    # The same critical path as the graph, in the same order.
+    graph_path = page.evaluate("window.planGraph.criticalPath()")
+    marked = timeline.locator(".timeline-row[data-critical='yes']")
+    assert [m.get_attribute("data-step-id") for m in marked.all()] == graph_path
+    assert timeline.locator("#gantt").get_attribute("data-critical-path") == " ".join(graph_path)
+    # In parallel research, not every step is critical.
+    assert 1 < len(graph_path) < steps
+
+    # The graph's colours.
+    colour = "(el) => getComputedStyle(el).backgroundColor"
+    assert timeline.locator(".seg-running.ended-succeeded").first.evaluate(colour) == SUCCEEDED
+    assert timeline.locator(".seg-queued").first.evaluate(colour) == QUEUED
+    assert page.js_errors == []
