@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from planner_ui.selectors.estimate import critical_step_ids
 from planner_ui.selectors.report import report_markdown, run_report
+from planner_ui.selectors.runs import run_graph
 from planner_ui.selectors.timeline import run_timeline
 from planner_ui.services.runs import run_approve_plan
 from tests.services.test_runs import drive, planned
@@ -72,3 +74,17 @@ def test_the_report_downloads_for_its_owner_only(done, client, make_user):
     client.force_login(make_user("mallory"))
     assert client.get(reverse("run_report", args=[done.pk, "json"])).status_code == 404
     assert client.get(reverse("run_timeline", args=[done.pk])).status_code == 404
+
+
+def test_the_timeline_marks_the_graphs_critical_path_not_the_slowest_steps(make_user):
+    run = planned(make_user(), "Research tea, coffee and mate, then write a short summary")
+    run_approve_plan(run.pk)
+    run = drive(run)
+    # However long each step really took, both mark the chain with the most model calls.
+    path = critical_step_ids(list(run.steps.all()))
+    timeline = run_timeline(run)
+
+    assert timeline.critical_path == path
+    assert [r.step_id for r in timeline.rows if r.critical] == path
+    assert [n["id"] for n in run_graph(run)["nodes"] if n["critical"]] == path
+    assert "research-tea" in path and {"research-coffee", "research-mate"}.isdisjoint(path)
