@@ -32,6 +32,10 @@ BASE_DIR = embedded.BASE_DIR
 WORKER_START_TIMEOUT_S = 60.0
 HTTP_START_TIMEOUT_S = 60.0
 MODEL_START_TIMEOUT_S = 120.0
+# Each offline model call takes this long under `make run` (AGENTSITE_OFFLINE_LATENCY_S
+# overrides): a newcomer's first run lasts seconds, not a blink, so its page is seen streaming.
+# Elsewhere (tests, runtask) the default is 0.
+DEMO_OFFLINE_LATENCY_S = "0.3"
 
 
 class LaunchError(Exception):
@@ -55,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     log_dir = private_dir(var_dir / "logs")
     env = dict(os.environ)
     env.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
+    env.setdefault("AGENTSITE_OFFLINE_LATENCY_S", DEMO_OFFLINE_LATENCY_S)
     children: list[Child] = []
     try:
         _manage(env, "migrate", "--noinput", log_path=log_dir / "migrate.log")

@@ -8,6 +8,7 @@ refuses any model server that is not on this machine.
 
 import os
 import re
+import sys
 from pathlib import Path
 
 # Model keys, endpoints and routes from the shell must change nothing in a test. Except
@@ -28,6 +29,12 @@ os.environ.setdefault(
 )
 
 from .settings import *  # noqa: E402,F403
+
+# The offline model answers at once in the test process, whatever the shell holds (`make run`
+# gives it a latency of its own); a test that wants it slower sets it. The processes tests
+# start get theirs from tests/conftest.py's child_env: 0 unless the test asks.
+if "pytest" in sys.modules:
+    AGENTSITE_OFFLINE_LATENCY_S = 0.0
 
 # Hashing test users' passwords slowly buys nothing.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -74,6 +74,8 @@ def child_env(**extra: str) -> dict[str, str]:
         REDIS_URL=settings.REDIS_URL,
         PYTHONUNBUFFERED="1",
         AGENTSITE_ALLOW_MODEL_REQUESTS="false",
+        # The offline model answers at once unless the test asks for a latency (`extra`).
+        AGENTSITE_OFFLINE_LATENCY_S="0",
     )
     env.update(extra)
     return env

@@ -38,6 +38,7 @@ def launched(request) -> Iterator[tuple[str, Path, str, subprocess.Popen]]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(DROPPED)}
         # Only the folder (a short path, for the unix socket), and no remote model even so.
         env.update(AGENTSITE_VAR_DIR=str(var_dir), AGENTSITE_ALLOW_MODEL_REQUESTS="false")
+        env.update(AGENTSITE_OFFLINE_LATENCY_S="0")  # `make run`'s demo latency: not in tests
         env.update(getattr(request, "param", {}))
         port = free_port()
         launcher = subprocess.Popen(
