@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 IS_311 := import sys; sys.exit(sys.version_info[:2] != (3, 11))
 
-.PHONY: run test test-postgres bench bench-step bench-throughput bench-watchers lint format clean
+.PHONY: run test test-postgres bench bench-step bench-throughput bench-watchers lint format clean screenshots
 
 # Re-installs when pyproject.toml changes; re-creates a virtualenv of another Python version.
 $(STAMP): pyproject.toml
@@ -75,6 +75,12 @@ bench-throughput: $(STAMP)
 	@if $(PY) scripts/ensure-database.py '$(BENCH_POSTGRES_URL)'; then \
 	  DATABASE_URL=$(BENCH_POSTGRES_URL) $(PY) -m bench --throughput 200 $(BENCH_ARGS); \
 	else echo "No PostgreSQL answers at $(BENCH_POSTGRES_URL): measured on SQLite only."; fi
+
+# The README's screenshots (docs/*.png), taken from the real app on a fresh database with the
+# offline model: scripts/screenshots.py. SHOTS_ARGS="--only plan,run" passes options on.
+screenshots: $(STAMP)
+	./scripts/ensure-chromium.sh
+	$(PY) scripts/screenshots.py $(SHOTS_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
