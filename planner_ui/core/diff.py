@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,3 +75,40 @@ def plan_diff(old: Plan, new: Plan) -> PlanDiff:
         edges_removed=tuple(sorted(old_edges - new_edges)),
         goal_changed=(old.goal, new.goal) if old.goal != new.goal else None,
     )
+
+
+def diff_marks(diff: PlanDiff, conflicted: Sequence[str] = ()) -> dict[str, str]:
+    """Each step the diff touches → "added", "removed", "changed" or "conflict" (a step the
+    person still has to choose about), for the graph's classes."""
+    marks = {step_id: "added" for step_id in diff.added}
+    marks.update({step_id: "removed" for step_id in diff.removed})
+    marks.update({step_id: "changed" for step_id, _ in diff.changed})
+    for step_id, _ in diff.edges_added + diff.edges_removed:
+        # A step whose inputs changed changed too, though none of its fields did.
+        marks.setdefault(step_id, "changed")
+    marks.update({step_id: "conflict" for step_id in conflicted})
+    return marks
+
+
+def diff_graph(old: Plan, new: Plan, conflicted: Sequence[str] = ()) -> dict[str, Any]:
+    """The graph of `new` with the steps `old` had and `new` dropped drawn where they were, and
+    `marks` (diff_marks) for graph.js's markDiff."""
+    diff = plan_diff(old, new)
+    shown = list(new.steps) + [old.step(step_id) for step_id in diff.removed]
+    ids = {s.id for s in shown}
+    return {
+        "nodes": [
+            {
+                "id": s.id,
+                "title": s.title,
+                "role": s.role,
+                "tools": s.tools,
+                "status": "skipped" if s.id in diff.removed else "pending",
+            }
+            for s in shown
+        ],
+        "edges": [
+            {"source": dep, "target": s.id} for s in shown for dep in s.depends_on if dep in ids
+        ],
+        "marks": diff_marks(diff, conflicted),
+    }

@@ -1,18 +1,27 @@
 """Revision on request: the person asks, the planner proposes, the person accepts or discards.
 
 Every such revision waits for the person; the steps it adds or changes that hold an irreversible
-or a network tool are named on it (gated_steps), as on a re-plan."""
+or a network tool are named on it (gated_steps), as on a re-plan.
+
+Accepting merges the proposal with what people changed since the planner's last version
+(core.merge): their renames, added steps and removed arrows stay, and where both sides changed
+the same thing the person's choice decides."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from django.db import transaction
 from django.utils import timezone
 
 from planner_ui.agents.planner import revise_plan
 from planner_ui.core.errors import AgentError, InvalidTransition
+from planner_ui.core.merge import plan_merge
 from planner_ui.core.plan import Plan
 from planner_ui.core.replan import gated_changes
+from planner_ui.core.validation import validate_plan
 from planner_ui.models import PlanProposal, PlanVersion
+from planner_ui.selectors.proposals import planners_last_version
 from planner_ui.selectors.tools import tools_for_run
 
 from .events import event_append
@@ -79,25 +88,39 @@ def proposal_make(proposal_id: int) -> None:
     )
 
 
-def _decide(run_id: int, proposal_id: int) -> tuple[PlanProposal, object, object]:
-    proposal = PlanProposal.objects.select_for_update().get(pk=proposal_id, run_id=run_id)
-    if proposal.state != PlanProposal.State.READY:
-        raise InvalidTransition(f"This revision is {proposal.state}, so it cannot be decided now.")
-    run, current = _lock_for_change(run_id, proposal.base_version)
-    return proposal, run, current
+def proposal_accept(
+    *,
+    run_id: int,
+    proposal_id: int,
+    base_version: int | None = None,
+    choices: Mapping[str, str] | None = None,
+) -> PlanVersion:
+    """Adopt the proposal, merged with the current version, as a new version by the planner.
 
-
-def proposal_accept(*, run_id: int, proposal_id: int) -> PlanVersion:
-    """Adopt the proposal as a new version by the planner, if the plan has not moved since."""
+    `base_version` is the version the person saw the merge against (None: the current one);
+    `choices` decide each conflict ("mine" or "theirs", by Conflict.key). The merged plan is
+    validated as any plan; an undecided conflict or a cycle the merge closes is refused."""
     with transaction.atomic():
-        proposal, run, current = _decide(run_id, proposal_id)
-        version = _save_version(
-            run,
+        proposal = PlanProposal.objects.select_for_update().get(pk=proposal_id, run_id=run_id)
+        if proposal.state != PlanProposal.State.READY:
+            raise InvalidTransition(
+                f"This revision is {proposal.state}, so it cannot be decided now."
+            )
+        run = proposal.run
+        latest = run.plan_versions.order_by("-number").values_list("number", flat=True).first()
+        run, current = _lock_for_change(run_id, latest if base_version is None else base_version)
+        base = planners_last_version(run, proposal.base_version)
+        merge = plan_merge(
+            Plan.model_validate(base.plan),
+            Plan.model_validate(current.plan),
             Plan.model_validate(proposal.plan),
-            PlanVersion.Author.PLANNER,
-            f"revised on request: {proposal.note[:200]}",
-            current.number + 1,
         )
+        merged = merge.plan(choices or {})
+        plan = validate_plan(merged.model_dump(), known_tools=sorted(tools_for_run(run)))
+        note = f"revised on request: {proposal.note[:200]}"
+        if current.number != base.number:
+            note += f" (merged with the changes since version {base.number})"
+        version = _save_version(run, plan, PlanVersion.Author.PLANNER, note, current.number + 1)
         proposal.state, proposal.decided_at = PlanProposal.State.ACCEPTED, timezone.now()
         proposal.save()
     return version

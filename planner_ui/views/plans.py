@@ -200,6 +200,18 @@ def plan_diff_view(request: HttpRequest, run_id: int) -> HttpResponse:
     return render(request, template, {"run": run, "old": old, "new": new, "diff": diff})
 
 
+# A conflict's choice comes as choice:<Conflict.key> = mine | theirs (core.merge).
+CHOICE_PREFIX = "choice:"
+
+
+def _choices(data: QueryDict) -> dict[str, str]:
+    return {
+        name.removeprefix(CHOICE_PREFIX): value
+        for name, value in data.items()
+        if name.startswith(CHOICE_PREFIX)
+    }
+
+
 @login_required
 @require_POST
 def plan_revision(request: HttpRequest, run_id: int) -> HttpResponse:
@@ -220,7 +232,12 @@ def plan_revision(request: HttpRequest, run_id: int) -> HttpResponse:
         proposal_id = _number(request.POST, "proposal", "a proposal number")
         try:
             if action == "accept":
-                return proposal_accept(run_id=run.pk, proposal_id=proposal_id)
+                return proposal_accept(
+                    run_id=run.pk,
+                    proposal_id=proposal_id,
+                    base_version=_base_version(request.POST),
+                    choices=_choices(request.POST),
+                )
             proposal_discard(run_id=run.pk, proposal_id=proposal_id)
         except PlanProposal.DoesNotExist:
             raise FormProblem("there is no such proposal for this run") from None

@@ -50,6 +50,7 @@ from planner_ui.selectors.approvals import run_approvals
 from planner_ui.selectors.estimate import run_estimate
 from planner_ui.selectors.files import run_files
 from planner_ui.selectors.local_models import local_models_panel
+from planner_ui.selectors.proposals import proposal_review
 from planner_ui.selectors.providers import provider_status
 from planner_ui.selectors.runs import (
     run_get_for_user,
@@ -333,6 +334,7 @@ def render_run(
         "replan": replan,
         "failed_steps": [s for s in steps if s.status == StepStatus.FAILED],
         "proposal_diff": proposal_diff,
+        **proposal_review(proposal, versions),
         "usage": run_usage(run),
         "files": run_files(run),
         "timeline": run_timeline(run),

@@ -36,6 +36,7 @@ from .request import (
     _first_user_text,
     _tool_names,
 )
+from .revising import revised_plan
 from .synthesizing import _deliverable
 
 # --- the provider ---------------------------------------------------------------------------------
@@ -106,8 +107,14 @@ class OfflineProvider(Provider):
         if not task.strip():
             raise ProviderError("offline planner: the <task> block is empty")
         tools = _tool_names(read_block(content, Block.TOOLS) or "")
-        # Offline, a revision request is read as more of the task: 'and mate' adds a branch.
         revision = (read_block(content, Block.REVISION_REQUEST) or "").strip()
+        current = read_block(content, Block.CURRENT_PLAN)
+        if revision and current is not None:
+            # A note that asks for an action adds its steps to the current plan.
+            revised = revised_plan(task, tools, current, revision)
+            if revised is not None:
+                return json.dumps(revised, ensure_ascii=False, indent=2)
+        # Any other note is read as more of the task: 'and mate' adds a branch.
         if revision:
             joiner = " " if revision[:1].islower() or revision.lower().startswith("and ") else ". "
             task = task.strip().rstrip(".") + joiner + revision
