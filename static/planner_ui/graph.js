@@ -356,3 +356,47 @@
 
   window.PlanGraph = {mount: mount, STATUSES: Object.keys(COLORS)};
 })();
+
+// --- A revision's diff on a graph of its own (the proposal box, _plan_proposal.html) ---------
+// The template gives the merged plan with the dropped steps kept in place, and marks: step id →
+// "added" | "removed" | "changed" | "conflict". markDiff sets them as classes on the nodes;
+// the legend's colours are the .legend-diff-* rules at the end of graph.css.
+(function () {
+  "use strict";
+  const DIFF_STYLE = [
+    {selector: "node.diff-added", style: {"border-color": "#1f9d55", "border-width": 3, "background-color": "#e6f7ec"}},
+    {selector: "node.diff-changed", style: {"border-color": "#b7791f", "border-width": 3, "border-style": "dashed"}},
+    {selector: "node.diff-removed", style: {"border-color": "#d64545", "border-width": 2, "border-style": "dotted", "opacity": 0.55}},
+    {selector: "node.diff-conflict", style: {"border-color": "#b0307a", "border-width": 4, "background-color": "#fde2f3"}},
+  ];
+
+  function markDiff(graph, marks) {
+    const cy = graph.cy;
+    let sheet = cy.style();
+    for (const rule of DIFF_STYLE) sheet = sheet.selector(rule.selector).style(rule.style);
+    sheet.update();
+    cy.nodes().removeClass("diff-added diff-changed diff-removed diff-conflict");
+    for (const [id, mark] of Object.entries(marks || {})) {
+      cy.getElementById(String(id)).addClass("diff-" + mark);
+    }
+  }
+
+  let mounted = null;  // {el, graph}: one proposal box at a time
+  function mountDiffGraph() {
+    const el = document.querySelector("[data-diff-graph]");
+    if (mounted && mounted.el === el) return;
+    if (mounted) { mounted.graph.destroy(); mounted = null; }
+    const data = el && document.getElementById(el.dataset.diffGraph);
+    if (!data || !window.PlanGraph) return;
+    const parsed = JSON.parse(data.textContent);
+    const graph = window.PlanGraph.mount(el, parsed, {editable: false});
+    markDiff(graph, parsed.marks);
+    mounted = {el: el, graph: graph};
+    window.proposalGraph = graph;  // for the browser tests
+  }
+
+  window.PlanGraph.markDiff = markDiff;
+  document.addEventListener("htmx:afterSwap", mountDiffGraph);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountDiffGraph);
+  else mountDiffGraph();
+})();
