@@ -83,7 +83,7 @@ def diff_marks(diff: PlanDiff, conflicted: Sequence[str] = ()) -> dict[str, str]
     marks = {step_id: "added" for step_id in diff.added}
     marks.update({step_id: "removed" for step_id in diff.removed})
     marks.update({step_id: "changed" for step_id, _ in diff.changed})
-    for step_id, _ in diff.edges_added + diff.edges_removed:
+    for _, step_id in diff.edges_added + diff.edges_removed:
         # A step whose inputs changed changed too, though none of its fields did.
         marks.setdefault(step_id, "changed")
     marks.update({step_id: "conflict" for step_id in conflicted})

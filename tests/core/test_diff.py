@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner_ui.core.diff import FieldChange, PlanDiff, plan_diff
+from planner_ui.core.diff import FieldChange, PlanDiff, diff_graph, plan_diff
 from planner_ui.core.edits import (
     AddDependency,
     AddStep,
@@ -24,7 +24,7 @@ from planner_ui.core.edits import (
 from planner_ui.core.plan import Plan
 
 # One set of plan builders for the core's edit and diff tests.
-from .edits.plans import DIAMOND, TOOLS, dag_plans, plan_of, step
+from .edits.plans import DIAMOND, TOOLS, dag_plans, edit, plan_of, step
 
 NOTHING = PlanDiff(
     added=(), removed=(), changed=(), edges_added=(), edges_removed=(), goal_changed=None
@@ -254,3 +254,29 @@ def test_a_diff_after_one_edit_shows_exactly_that_edit(plan: Plan, data: st.Data
             edges_removed=((change.depends_on, change.step_id),),
             goal_changed=None,
         )
+
+
+def test_the_graph_of_a_diff_keeps_removed_steps_and_marks_every_change() -> None:
+    new = edit(DIAMOND, DeleteStep("c", DependentsPolicy.DETACH))
+    new = edit(new, AddStep("e", "E", "Do e.", "critic", (), ("d",)))
+    new = edit(new, UpdateStep("b", title="Bee"))
+    new = edit(new, RemoveDependency("d", "b"))
+
+    graph = diff_graph(DIAMOND, new, conflicted=["b"])
+
+    assert [(n["id"], n["status"]) for n in graph["nodes"]] == [
+        ("a", "pending"),
+        ("b", "pending"),
+        ("d", "pending"),
+        ("e", "pending"),
+        ("c", "skipped"),
+    ]
+    assert sorted((e["source"], e["target"]) for e in graph["edges"]) == [
+        ("a", "b"),
+        ("a", "c"),
+        ("d", "e"),
+    ]
+    # d lost both its inputs and changed no field: its inputs changed, so it did; a step
+    # with a conflict is marked as one, whatever else changed in it.
+    assert graph["marks"] == {"e": "added", "c": "removed", "d": "changed", "b": "conflict"}
+    assert diff_graph(DIAMOND, new)["marks"]["b"] == "changed"
