@@ -124,8 +124,11 @@ class PlanMerge:
             + " → ".join(cycle)
             + ": "
             + ", ".join(parts)
-            + ". Choose the other side of a conflict, or discard the revision and remove "
-            "one of these dependencies first"
+            + (
+                ". Choose the other side of a conflict, or discard the revision"
+                if self.conflicts
+                else ". Discard the revision, remove one of these dependencies, and ask again"
+            )
         )
 
 

@@ -44,11 +44,14 @@ def proposal_review(
         "diff": None,
         "graph": None,
         "error": "",
+        "acceptable": True,
     }
     try:
         preview = merge_preview(merge)
     except PlanValidationError as exc:
         review["error"] = "; ".join(exc.errors)
+        # Another choice may still make a plan: the choices stay on offer when there are any.
+        review["acceptable"] = bool(merge.conflicts)
         return {"review": review}
     review["diff"] = plan_diff(ours, preview)
     review["graph"] = diff_graph(ours, preview, conflicted=steps_named(merge.conflicts))
