@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from planner_ui.core.bounds import row_id
-from planner_ui.core.diff import plan_diff
+from planner_ui.core.diff import diff_graph, plan_diff
 from planner_ui.core.edits import (
     AddDependency,
     AddStep,
@@ -195,9 +195,16 @@ def plan_diff_view(request: HttpRequest, run_id: int) -> HttpResponse:
             status=400,
             content_type="text/plain; charset=utf-8",
         )
-    diff = plan_diff(Plan.model_validate(old.plan), Plan.model_validate(new.plan))
+    before, after = Plan.model_validate(old.plan), Plan.model_validate(new.plan)
     template = "planner_ui/_plan_diff.html" if request.htmx else "planner_ui/plan_diff.html"
-    return render(request, template, {"run": run, "old": old, "new": new, "diff": diff})
+    context = {
+        "run": run,
+        "old": old,
+        "new": new,
+        "diff": plan_diff(before, after),
+        "graph": diff_graph(before, after),
+    }
+    return render(request, template, context)
 
 
 # A conflict's choice comes as choice:<Conflict.key> = mine | theirs (core.merge).

@@ -381,22 +381,31 @@
     }
   }
 
-  let mounted = null;  // {el, graph}: one proposal box at a time
-  function mountDiffGraph() {
-    const el = document.querySelector("[data-diff-graph]");
-    if (mounted && mounted.el === el) return;
-    if (mounted) { mounted.graph.destroy(); mounted = null; }
-    const data = el && document.getElementById(el.dataset.diffGraph);
-    if (!data || !window.PlanGraph) return;
-    const parsed = JSON.parse(data.textContent);
-    const graph = window.PlanGraph.mount(el, parsed, {editable: false});
-    markDiff(graph, parsed.marks);
-    mounted = {el: el, graph: graph};
-    window.proposalGraph = graph;  // for the browser tests
+  // Each element with data-diff-graph="<id of its json_script>" gets a graph of its own: the
+  // proposal box and a version comparison can be on the page at once.
+  let mounted = [];  // [{el, graph}]
+  function mountDiffGraphs() {
+    mounted = mounted.filter((m) => {
+      if (document.body.contains(m.el)) return true;
+      m.graph.destroy();
+      return false;
+    });
+    document.querySelectorAll("[data-diff-graph]").forEach((el) => {
+      if (mounted.some((m) => m.el === el)) return;
+      const data = document.getElementById(el.dataset.diffGraph);
+      if (!data || !window.PlanGraph) return;
+      const parsed = JSON.parse(data.textContent);
+      const graph = window.PlanGraph.mount(el, parsed, {editable: false});
+      markDiff(graph, parsed.marks);
+      mounted.push({el: el, graph: graph});
+      // For the browser tests and the curious, as window.planGraph is.
+      if (el.id === "proposal-graph") window.proposalGraph = graph;
+      else window.versionDiffGraph = graph;
+    });
   }
 
   window.PlanGraph.markDiff = markDiff;
-  document.addEventListener("htmx:afterSwap", mountDiffGraph);
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountDiffGraph);
-  else mountDiffGraph();
+  document.addEventListener("htmx:afterSwap", mountDiffGraphs);
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountDiffGraphs);
+  else mountDiffGraphs();
 })();

@@ -71,6 +71,17 @@ def test_a_rename_and_an_added_step_survive_a_revision(
     plan = Plan.model_validate(Run.objects.get().plan_versions.get(number=4).plan)
     assert plan.step("research-tea").title == "Research green tea"
     assert plan.step("check-prices").instruction == "Find what a kilo of each costs."
+    # The versions' comparison shows the same on a graph of its own.
+    page.locator("#version-4 .diff-link").click()
+    expect(page.locator("#version-diff-graph canvas").first).to_be_visible()
+    marks = page.evaluate(
+        "window.versionDiffGraph.cy.nodes().filter((n) => n.classes().some((c) =>"
+        " c.startsWith('diff-'))).map((n) => [n.id(), n.classes().join(' ')])"
+    )
+    assert ["research-mate", "step diff-added"] in marks
+    # The person's step is as it was; the planner reworded the others' context.
+    assert "check-prices" not in [step_id for step_id, _ in marks]
+    assert ["research-tea", "step diff-changed"] in marks
 
 
 def test_a_conflict_is_shown_and_resolved_by_the_persons_choice(

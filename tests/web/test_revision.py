@@ -110,3 +110,15 @@ def test_a_merge_that_closes_a_cycle_is_named_and_offers_only_discard(client_ali
     assert "This revision cannot be merged with the current plan: combining your changes" in body
     assert "makes a cycle: " in body
     assert 'id="accept-proposal"' not in body and 'id="discard-proposal"' in body
+
+
+def test_the_comparison_of_two_versions_draws_the_newer_with_its_changes_marked(client_alice, run):
+    plan_edit(run_id=run.pk, base_version=1, edit=UpdateStep("research-tea", title="Green"))
+    url = reverse("plan_diff", args=[run.pk]) + "?from=1&to=2"
+    page = client_alice.get(url).content.decode()
+    assert 'data-diff-graph="version-diff-graph-data"' in page
+    assert '"marks": {"research-tea": "changed"}' in page
+    assert "planner_ui/graph.js" in page
+    same = client_alice.get(url.replace("from=1", "from=2"), HTTP_HX_REQUEST="true")
+    assert "The two versions are the same." in same.content.decode()
+    assert "data-diff-graph" not in same.content.decode()
