@@ -9,6 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from planner_ui.core.effects import Decision, Effect, PolicyMode, ToolPolicy
+from planner_ui.core.outcome import OUTCOME_LABELS, RunOutcome
 from planner_ui.core.pricing import Budget
 from planner_ui.core.sealing import Unreadable, seal, unseal
 from planner_ui.core.status import (
@@ -112,9 +113,17 @@ class Run(models.Model):
     tokens_cache_write = models.PositiveBigIntegerField(default=0)
     model_calls = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
-    # Set when a run succeeds although something was lost on the way (a step failed and the
-    # re-plan went around it): the deliverable may miss what that step should have given.
+    # Set when a run succeeds although something was lost on the way (core.outcome): one
+    # sentence per loss; the deliverable may miss what those steps or calls were for.
     warnings = models.JSONField(default=list, blank=True)
+    # Set when the run finishes (core.outcome.outcome_of), emptied when a retry opens it again:
+    # whether what it delivered is whole, and why not in one line.
+    outcome = models.CharField(
+        max_length=32,
+        choices=[(o.value, label) for o, label in OUTCOME_LABELS.items()],
+        blank=True,
+    )
+    outcome_reason = models.CharField(max_length=300, blank=True)
     last_event_seq = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -147,6 +156,15 @@ class Run(models.Model):
     @property
     def is_finished(self) -> bool:
         return RunStatus(self.status) in TERMINAL_RUN_STATUSES
+
+    @property
+    def shown_status(self) -> str:
+        """What a badge shows: the outcome once the run has finished, its status before."""
+        return self.outcome or self.status
+
+    @property
+    def shown_status_label(self) -> str:
+        return RunOutcome(self.outcome).label if self.outcome else self.get_status_display()
 
     @property
     def duration_s(self) -> float | None:

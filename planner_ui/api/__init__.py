@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, URLResolver, path
 from ninja import NinjaAPI
 from ninja.errors import HttpError
 from ninja.parser import Parser
@@ -34,7 +35,23 @@ class BoundedParser(Parser):
         return loads_bounded(request.body)
 
 
-api = NinjaAPI(
+class SlashTolerantAPI(NinjaAPI):
+    """Every path answers with and without a trailing slash: `/api/v1/runs/` is the same
+    endpoint as `/api/v1/runs`, not an HTML 404. Served in place rather than redirected, so a
+    POST keeps its body; the slashless path stays the one the OpenAPI document names."""
+
+    def _get_urls(self) -> list[URLResolver | URLPattern]:
+        urls = super()._get_urls()
+        routes = [(str(url.pattern), url) for url in urls if isinstance(url, URLPattern)]
+        slashed = [
+            path(f"{route}/", url.callback)
+            for route, url in routes
+            if route and not route.endswith("/")
+        ]
+        return urls + slashed
+
+
+api = SlashTolerantAPI(
     parser=BoundedParser(),
     title="agentsite API",
     version="1",

@@ -2,10 +2,10 @@
 a step, fork, and read the events, usage and report. The same services and selectors as the
 pages, so the two cannot drift apart."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: ninja's pagination builds its query model from the
+# view's annotations outside this module, where a string like "OutcomeFilter" means nothing.
 import dataclasses
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
@@ -13,6 +13,7 @@ from ninja.pagination import LimitOffsetPagination, paginate
 from pydantic import Field
 
 from planner_ui.core.bounds import Count
+from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.run_options import RunOptions
 from planner_ui.selectors.report import run_report
 from planner_ui.selectors.run_json import run_json
@@ -33,18 +34,27 @@ def create(request: HttpRequest, payload: RunOptions) -> Status:
     return Status(201, run_json(run))
 
 
+# What the history's filter offers: an outcome, or the runs not finished yet.
+OutcomeFilter = Annotated[
+    RunOutcome | Literal["unfinished"] | None,
+    Field(description="Only the runs that ended so, or those not finished yet."),
+]
+
+
 @router.get("/runs", response=list[RunSummary], summary="Your runs, newest first")
 @paginate(LimitOffsetPagination)
-def runs(request: HttpRequest) -> Any:
+def runs(request: HttpRequest, outcome: OutcomeFilter = None) -> Any:
     return [
         {
             "run_id": run.pk,
             "task": run.task,
             "status": run.status,
+            "outcome": run.outcome or None,
+            "outcome_reason": run.outcome_reason,
             "created_at": run.created_at,
             "cost_usd": str(run.cost_usd),
         }
-        for run in run_list_for_user(request.user)
+        for run in run_list_for_user(request.user, outcome or "")
     ]
 
 

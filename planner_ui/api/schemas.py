@@ -21,6 +21,7 @@ from planner_ui.core.edits import (
     RemoveDependency,
     UpdateStep,
 )
+from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.plan import MAX_STEPS
 
 # Bounds for what a client may send: the same limits the pages have.
@@ -51,10 +52,19 @@ class RunTokens(Tokens):
     cache_write: int
 
 
+OUTCOME_DESCRIPTION = (
+    "How the run ended, once it has: succeeded, succeeded_with_warnings (something was "
+    "rejected, skipped, re-planned around or has an unknown outcome), failed or cancelled; "
+    "null while it runs."
+)
+
+
 class RunOut(Schema):
     run_id: int
     task: str
     status: str
+    outcome: RunOutcome | None = Field(description=OUTCOME_DESCRIPTION)
+    outcome_reason: str = Field(description="Why, in one line; empty for a clean success.")
     created_at: str
     paused: bool
     plan_version: int | None = Field(description="The current plan version's number.")
@@ -78,6 +88,8 @@ class RunSummary(Schema):
     run_id: int
     task: str
     status: str
+    outcome: RunOutcome | None = Field(description=OUTCOME_DESCRIPTION)
+    outcome_reason: str
     created_at: datetime
     cost_usd: str
 

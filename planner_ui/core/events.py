@@ -50,6 +50,9 @@ class EventType(StrEnum):
 class RunStatusPayload(TypedDict):
     status: str
     error: NotRequired[str]
+    # Once the run has finished (core.outcome): "succeeded_with_warnings" and why, in one line.
+    outcome: NotRequired[str]
+    outcome_reason: NotRequired[str]
 
 
 class RunPausedPayload(TypedDict):

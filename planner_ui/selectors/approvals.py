@@ -36,6 +36,9 @@ def inbox_for_user(
         mine = mine.filter(run_id=run_id)
     if tool:
         mine = mine.filter(tool=tool)
+    decided = list(
+        mine.exclude(state=Approval.State.PENDING).order_by("-decided_at", "-id")[:RECENTLY_DECIDED]
+    )
     return {
         "filter_runs": list(
             Run.objects.filter(approvals__in=waiting).distinct().values_list("pk", "task")
@@ -45,11 +48,9 @@ def inbox_for_user(
         "filter_tool": tool,
         "pending": list(mine.filter(state=Approval.State.PENDING).order_by("created_at")),
         "resolutions": Approval.Resolution.choices,
-        "decided": list(
-            mine.exclude(state=Approval.State.PENDING).order_by("-decided_at", "-id")[
-                :RECENTLY_DECIDED
-            ]
-        ),
+        "decided": decided,
+        # How the runs of those decisions went on: a rejected call shows as a warning there.
+        "decided_runs": list(dict.fromkeys(approval.run for approval in decided)),
     }
 
 

@@ -16,6 +16,9 @@ def run_json(run: Run) -> dict[str, Any]:
         "run_id": run.pk,
         "task": run.task,
         "status": run.status,
+        # Once finished: "succeeded_with_warnings" says something was lost, the reason what.
+        "outcome": run.outcome or None,
+        "outcome_reason": run.outcome_reason,
         "created_at": iso(run.created_at),
         "paused": run.paused_at is not None,
         "plan_version": current,
@@ -41,7 +44,7 @@ def run_json(run: Run) -> dict[str, Any]:
             for s in run.steps.all()
         ],
         "result": run.result,
-        # Said when the run succeeded although something was lost on the way.
+        # One sentence per loss when the run succeeded with warnings.
         "warnings": run.warnings,
         "tokens": {
             "input": run.tokens_in,

@@ -8,6 +8,7 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from planner_ui.core.events import EventType
+from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.plan import Plan
 from planner_ui.core.replan import changed_steps
 from planner_ui.models import Run, RunEvent
@@ -16,9 +17,19 @@ from planner_ui.tools import Tool
 from .estimate import critical_step_ids
 from .tools import tools_for_run
 
+# The history's filter beside the outcomes: runs that have not finished yet.
+UNFINISHED = "unfinished"
 
-def run_list_for_user(user: AbstractBaseUser) -> QuerySet[Run]:
-    return Run.objects.filter(owner=user).order_by("-created_at", "-id")
+
+def run_list_for_user(user: AbstractBaseUser, outcome: str = "") -> QuerySet[Run]:
+    """The user's runs, newest first; only those with `outcome` (a RunOutcome, or UNFINISHED)
+    when given."""
+    runs = Run.objects.filter(owner=user).order_by("-created_at", "-id")
+    if outcome == UNFINISHED:
+        return runs.filter(outcome="")
+    if outcome:
+        return runs.filter(outcome=RunOutcome(outcome))
+    return runs
 
 
 def run_get_for_user(user: AbstractBaseUser, run_id: int) -> Run:

@@ -22,6 +22,7 @@ from planner_ui.core.status import FINISHED_STEP_STATUSES, RunStatus, StepStatus
 from planner_ui.models import PlanVersion, Run, RunFile, Step, ToolReceipt
 
 from .events import event_append, events_append
+from .outcomes import run_outcome_clear
 from .plans import NOT_YET_RUN, materialize_steps
 from .scheduler import dependencies_count, dispatch_ready
 
@@ -87,7 +88,7 @@ def step_retry(
             run.move_to(RunStatus.RUNNING)
             run.finished_at = None
             run.error = ""
-            run.warnings = []
+            run_outcome_clear(run)
             run.save()
             event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
         event_append(

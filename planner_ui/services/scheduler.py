@@ -19,7 +19,6 @@ from django.utils import timezone
 
 from planner_ui import tasks
 from planner_ui.core import dag
-from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import (
     UNFINISHED_STEP_STATUSES,
@@ -32,6 +31,7 @@ from planner_ui.models import Approval, Run, Step
 from . import sql
 from .broadcast import after_commit
 from .events import event_append, events_append, owner_notify
+from .outcomes import run_outcome_set
 
 # --- handing work to the workers -------------------------------------------------------------
 
@@ -295,29 +295,22 @@ def run_finish_if_done(run: Run) -> None:
         run.error = "; ".join(f"step '{s.step_id}' failed: {s.error}" for s in failed)
     else:
         run.move_to(RunStatus.SUCCEEDED)
-        run.warnings = _losses(run, steps)
         synthesis = next((s for s in steps if s.step_id == SYNTHESIS_STEP_ID), None)
         # A baseline has no synthesizer: its one agent's answer is the deliverable.
         last = synthesis or (steps[-1] if len(steps) == 1 else None)
         run.result = last.output if last else ""
+    run_outcome_set(run, steps)
     run.save()
-    event_append(run.pk, "run.status", {"status": run.status, "error": run.error})
+    event_append(run.pk, "run.status", _status_payload(run))
 
 
-def _losses(run: Run, steps: list[Step]) -> list[str]:
-    """What a run that succeeded lost on the way: steps that failed and never succeeded after
-    (a re-plan dropped or replaced them), so the deliverable may miss what they were for."""
-    succeeded = {s.step_id for s in steps if s.status == StepStatus.SUCCEEDED}
-    losses: dict[str, str] = {}
-    for step_id, payload in run.events.filter(type=EventType.STEP_FAILED).values_list(
-        "step_id", "payload"
-    ):
-        if step_id not in succeeded:
-            losses[step_id] = (
-                f"step '{step_id}' failed ({payload.get('error', '')[:300]}) and the re-plan went "
-                "around it: the deliverable may miss what it was for"
-            )
-    return list(losses.values())
+def _status_payload(run: Run) -> dict[str, str]:
+    return {
+        "status": run.status,
+        "error": run.error,
+        "outcome": run.outcome,
+        "outcome_reason": run.outcome_reason,
+    }
 
 
 def run_end(run: Run, status: RunStatus, reason: str) -> None:
@@ -331,6 +324,7 @@ def run_end(run: Run, status: RunStatus, reason: str) -> None:
     run.finished_at = timezone.now()
     run.replanning = False
     run.paused_at = None
+    run_outcome_set(run, [])
     run.save()
     run.steps.move_to(
         StepStatus.SKIPPED,
@@ -338,7 +332,7 @@ def run_end(run: Run, status: RunStatus, reason: str) -> None:
         error=f"not run: {reason}",
     )
     approvals_withdraw(run.pk, reason)
-    event_append(run.pk, "run.status", {"status": run.status, "error": reason})
+    event_append(run.pk, "run.status", _status_payload(run))
 
 
 def run_fail(run_id: int, reason: str) -> None:

@@ -37,6 +37,7 @@ from planner_ui.core.hosts import (
     hosts_in_text,
     parse_hosts,
 )
+from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.plan import MAX_STEPS, ROLES, Plan
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import (
@@ -53,6 +54,7 @@ from planner_ui.selectors.local_models import local_models_panel
 from planner_ui.selectors.proposals import proposal_review
 from planner_ui.selectors.providers import provider_status
 from planner_ui.selectors.runs import (
+    UNFINISHED,
     run_get_for_user,
     run_graph,
     run_list_for_user,
@@ -290,10 +292,19 @@ def run_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
-    page = Paginator(run_list_for_user(request.user), RUNS_PER_PAGE).get_page(
+    shown = request.GET.get("outcome", "")
+    choices = [(UNFINISHED, "not finished"), *((o.value, o.label) for o in RunOutcome)]
+    if shown not in dict(choices):
+        shown = ""  # an old or mistyped link shows every run rather than an error
+    page = Paginator(run_list_for_user(request.user, shown), RUNS_PER_PAGE).get_page(
         request.GET.get("page")
     )
-    context = {"page": page, "active_s": _active_seconds(page.object_list)}
+    context = {
+        "page": page,
+        "active_s": _active_seconds(page.object_list),
+        "shown": shown,
+        "outcome_choices": choices,
+    }
     return render(request, "planner_ui/run_list.html", context)
 
 

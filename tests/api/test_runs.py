@@ -164,3 +164,37 @@ def test_each_token_has_a_rate_limit(api_client, settings) -> None:
     assert 0 < int(limited["Retry-After"]) <= 60
     # Per token: another token of the same person is not held back.
     assert other.get("/api/v1/runs").status_code == 200
+
+
+def test_a_run_says_its_outcome_and_the_list_filters_by_it(api_client) -> None:
+    from tests.services.test_outcomes import rejected_run
+
+    api = api_client()
+    warned = rejected_run(api.user)
+    open_run = post(api, "/api/v1/runs", {"task": "Task still planning"}).json()["run_id"]
+    detail = api.get(f"/api/v1/runs/{warned.pk}").json()
+    assert (detail["status"], detail["outcome"]) == ("succeeded", "succeeded_with_warnings")
+    assert detail["outcome_reason"].startswith("Call rejected (send_email in ")
+    listed = api.get("/api/v1/runs?outcome=succeeded_with_warnings").json()["items"]
+    assert [(r["run_id"], r["outcome"]) for r in listed] == [(warned.pk, "succeeded_with_warnings")]
+    assert listed[0]["outcome_reason"] == warned.outcome_reason
+    unfinished = api.get("/api/v1/runs?outcome=unfinished").json()["items"]
+    assert [(r["run_id"], r["outcome"]) for r in unfinished] == [(open_run, None)]
+    assert api.get("/api/v1/runs?outcome=succeeded").json()["items"] == []
+    assert api.get("/api/v1/runs?outcome=green").status_code == 422
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/v1/runs/", "/api/v1/runs/{run}/", "/api/v1/runs/{run}/events/"]
+)
+def test_paths_answer_with_a_trailing_slash_too(api_client, path) -> None:
+    api = api_client()
+    run = post(api, "/api/v1/runs/", {"task": "A task sent to the slashed path"})
+    assert run.status_code == 201, run.content
+    answer = api.get(path.format(run=run.json()["run_id"]))
+    assert answer.status_code == 200 and answer["Content-Type"].startswith("application/json")
+
+
+def test_the_openapi_document_names_each_path_once_without_a_slash(api_client) -> None:
+    paths = api_client().get("/api/v1/openapi.json").json()["paths"]
+    assert "/api/v1/runs" in paths and "/api/v1/runs/" not in paths

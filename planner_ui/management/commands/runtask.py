@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentsite import embedded
+from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.pricing import dollars
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
@@ -22,9 +23,22 @@ from planner_ui.models import Run
 from planner_ui.selectors.run_json import run_json
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 
+# The exit status says how the run ended, so a script can tell lost work from a clean run.
+EXIT_CODES: dict[RunOutcome, int] = {
+    RunOutcome.SUCCEEDED: 0,
+    RunOutcome.FAILED: 1,
+    RunOutcome.CANCELLED: 1,
+    # Not 2: argparse exits with 2 on a usage error.
+    RunOutcome.SUCCEEDED_WITH_WARNINGS: 3,
+}
+
 
 class Command(BaseCommand):
-    help = "Submit a task, wait for its run to end, and print the outcome."
+    help = (
+        "Submit a task, wait for its run to end, and print the outcome. Exits 0 when the run "
+        "succeeded, 3 when it succeeded with warnings (a call rejected, a step skipped or "
+        "re-planned around, an outcome unknown), 1 when it failed, was cancelled or timed out."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("task", help="The task for the planner, in quotes.")
@@ -85,8 +99,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(report, indent=2))
         else:
             self._print_human(run, wall_s)
-        if run.status != RunStatus.SUCCEEDED:
-            raise SystemExit(1)
+        code = EXIT_CODES[RunOutcome(run.outcome)] if run.outcome else 1
+        if code:
+            raise SystemExit(code)
 
     def _bring_up_what_is_missing(self) -> list:
         procs = []
@@ -158,7 +173,8 @@ class Command(BaseCommand):
         raise CommandError(f"Run {run.pk} did not finish within {options['timeout']} s.")
 
     def _print_human(self, run: Run, wall_s: float) -> None:
-        self.stdout.write(f"Run {run.pk}: {run.status} in {wall_s:.1f} s")
+        reason = f" ({run.outcome_reason})" if run.outcome_reason else ""
+        self.stdout.write(f"Run {run.pk}: {run.shown_status_label}{reason} in {wall_s:.1f} s")
         for s in run.steps.all():
             self.stdout.write(
                 f"  [{s.status}] {s.step_id} ({s.role}){': ' + s.error if s.error else ''}"
