@@ -9,10 +9,14 @@ nothing and runs nothing."""
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from typing import Any
 
+from markdown_it import MarkdownIt
+
 from planner_ui.core.events import EventType
+from planner_ui.core.outcome import OUTCOME_LABELS, RunOutcome
 from planner_ui.core.pricing import dollars
 from planner_ui.models import Run
 from planner_ui.rendering import markdown_inert, markdown_to_safe_html
@@ -108,11 +112,16 @@ def run_report(run: Run) -> dict[str, Any]:
 
 def report_markdown(report: dict[str, Any]) -> str:
     """The report for people: headings, the outputs as they were written (but inert: no raw
-    HTML, images as links), figures in lists."""
-    lines = [
-        f"# Run {report['run_id']}: {report['status']}",
+    HTML, images as links; their headings under the report's own, so the outline holds),
+    figures in lists, and the deliverable once, at the end."""
+    title = OUTCOME_LABELS.get(report["outcome"], report["status"].replace("_", " "))
+    lines = [f"# Run {report['run_id']}: {title}", ""]
+    if report["outcome_reason"] and report["outcome"] != RunOutcome.SUCCEEDED:
+        lines += [f"**Outcome:** {report['outcome_reason']}", ""]
+    lines += [
+        "**Task:**",
         "",
-        f"**Task:** {report['task']}",
+        _quoted(report["task"]),
         "",
         f"- Owner: {report['owner']}",
         f"- Started: {report['started_at'] or '—'}; finished: {report['finished_at'] or '—'}"
@@ -121,42 +130,47 @@ def report_markdown(report: dict[str, Any]) -> str:
         f"{report['tokens']['output']:,} out; cost: {dollars(Decimal(report['cost_usd']), 4)}",
     ]
     if report["error"]:
-        lines += ["", f"**What went wrong:** {report['error']}"]
+        lines += ["", f"**What went wrong:** {_one_line(report['error'])}"]
     for warning in report["warnings"]:
-        lines += ["", f"**Warning:** {warning}"]
+        lines += ["", f"**Warning:** {_one_line(warning)}"]
     lines += ["", "## Plan versions", ""]
     for version in report["plan_versions"]:
         approved = ", approved" if version["approved"] else ""
-        note = f": {version['note']}" if version["note"] else ""
+        note = f": {_one_line(version['note'])}" if version["note"] else ""
         lines.append(f"- v{version['number']} by the {version['author']}{approved}{note}")
     lines += ["", "## Steps"]
     for step in report["steps"]:
         lines += [
             "",
-            f"### {step['id']}: {step['title']} ({step['status']})",
+            f"### {step['id']}: {_one_line(step['title'])} ({step['status']})",
             "",
             f"*{step['role']}*, tools: {', '.join(step['tools']) or 'none'}; "
             f"{step['model_calls']} model calls, {step['tokens']['input']:,} / "
             f"{step['tokens']['output']:,} tokens; {step['started_at'] or '—'} → "
             f"{step['finished_at'] or '—'}",
             "",
-            f"> {step['instruction']}".replace("\n", "\n> "),
+            _quoted(step["instruction"]),
         ]
+        if step["tool_calls"]:
+            lines.append("")
         for call in step["tool_calls"]:
             if call["type"] == EventType.STEP_TOOL_CALL:
                 arguments = json.dumps(call["arguments"], ensure_ascii=False)
-                lines.append(f"- → `{call['tool']}` {arguments}")
+                lines.append(f"- → `{call['tool']}` {_code(arguments)}")
             else:
-                lines.append(f"- ← {call['content'][:300]}".replace("\n", " "))
-        if step["output"]:
-            lines += ["", step["output"]]
+                lines.append(f"- ← {_one_line(call['content'][:300])}")
+        if step["output"] and step["output"] == report["result"]:
+            lines += ["", "*Its output is the deliverable, at the end of this report.*"]
+        elif step["output"]:
+            lines += ["", _embedded(step["output"], below=3)]
         if step["error"]:
-            lines += ["", f"**Error:** {step['error']}"]
+            lines += ["", f"**Error:** {_one_line(step['error'])}"]
     if report["approvals"]:
         lines += ["", "## Approvals", ""]
         for a in report["approvals"]:
             by = f" by {a['decided_by']}" if a["decided_by"] else ""
-            lines.append(f"- {a['step']}: `{a['tool']}` ({a['effect']}) {a['state']}{by}")
+            why = f": {_one_line(a['reason'])}" if a["reason"] else ""
+            lines.append(f"- {a['step']}: `{a['tool']}` ({a['effect']}) {a['state']}{by}{why}")
     if report["receipts"]:
         lines += ["", "## Receipts of irreversible calls", ""]
         for r in report["receipts"]:
@@ -168,8 +182,54 @@ def report_markdown(report: dict[str, Any]) -> str:
         lines += ["", "## Files", ""]
         lines += [f"- {f['path']} ({f['size']:,} bytes, by {f['step']})" for f in report["files"]]
     if report["result"]:
-        lines += ["", "## Deliverable", "", report["result"]]
+        lines += ["", "## Deliverable", "", _embedded(report["result"], below=2)]
     return markdown_inert("\n".join(lines)) + "\n"
+
+
+# Reads a piece of Markdown as any CommonMark viewer would, to find its headings and fences.
+_commonmark = MarkdownIt("commonmark", {"html": True})
+
+
+def _embedded(text: str, *, below: int) -> str:
+    """Markdown written on its own, made to sit under a heading of level `below`: its headings
+    go down as many levels (at most to 6, written with #), and a fenced code block it left
+    open is closed, so it neither breaks the report's outline nor swallows what follows."""
+    lines = text.rstrip("\n").split("\n")
+    folded: set[int] = set()  # a setext heading's other lines and underline, now one line
+    closing = ""
+    tokens = _commonmark.parse("\n".join(lines))
+    for index, token in enumerate(tokens):
+        # Only the outermost: a heading in a quote or a list is not part of the outline.
+        if token.level != 0 or token.map is None:
+            continue
+        first, end = token.map
+        if token.type == "heading_open":
+            level = min(int(token.tag[1:]) + below, 6)
+            lines[first] = f"{'#' * level} {' '.join(tokens[index + 1].content.split())}"
+            folded.update(range(first + 1, end))
+        elif token.type == "fence":
+            last = lines[end - 1].strip() if end - 1 > first else ""
+            if not (set(last) == {token.markup[0]} and len(last) >= len(token.markup)):
+                closing = token.markup  # only the last fence can run to the end
+    kept = [line for n, line in enumerate(lines) if n not in folded]
+    return "\n".join([*kept, closing] if closing else kept)
+
+
+def _quoted(text: str) -> str:
+    # Inside a quote, a heading or a fence the text holds stays in the quote.
+    return "\n".join(f"> {line}".rstrip() for line in text.strip("\n").split("\n"))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _code(text: str) -> str:
+    """`text` as an inline code span, however many backticks it holds."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 # Opened from disk, the page has no server to send it a policy: it carries its own.

@@ -58,9 +58,9 @@ def test_the_report_holds_what_a_person_needs_to_keep(done):
     assert compute["tool_calls"][1]["content"] == "1500 * 0.2 + 75 = 375"
     assert [f["path"] for f in report["files"]] == ["report.md"]
     markdown = report_markdown(report)
-    assert markdown.startswith(f"# Run {done.pk}: succeeded\n\n**Task:** {TASK}")
+    assert markdown.startswith(f"# Run {done.pk}: succeeded\n\n**Task:**\n\n> {TASK}\n")
     assert "## Plan versions\n\n- v1 by the planner, approved" in markdown
-    assert '- → `calculator` {"expression": "1500 * 0.2 + 75"}' in markdown
+    assert '- → `calculator` `{"expression": "1500 * 0.2 + 75"}`' in markdown
     assert "## Deliverable" in markdown and "## Files\n\n- report.md" in markdown
 
 
