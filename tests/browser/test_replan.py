@@ -34,7 +34,10 @@ def test_review_a_re_plan_after_a_failure_and_go_on(
     replan.locator("#accept-replan").click()
     expect(page.locator("#plan-notice")).to_contain_text("Re-plan accepted as version 2")
 
-    expect(page.locator("#run-status")).to_have_text("succeeded", timeout=60_000)
+    expect(page.locator("#run-status")).to_have_text("succeeded with warnings", timeout=60_000)
+    expect(page.locator("#run-status-reason")).to_have_text(
+        "Step 'read-missing-txt' failed and was re-planned around"
+    )
     expect(page.locator("#version-2")).to_contain_text("replanner")
     expect(page.locator("#step-read-missing-txt")).to_have_attribute("data-status", "skipped")
     expect(page.locator("#step-read-missing-txt .step-error")).to_contain_text(
