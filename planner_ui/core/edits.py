@@ -121,8 +121,15 @@ def _dependency_path(deps: Deps, start: str, goal: str) -> list[str]:
 
 
 def _update(plan: Plan, edit: UpdateStep) -> list[StepData]:
-    step = _require(plan, edit.step_id)
-    current = step.model_dump()
+    current = _require(plan, edit.step_id).model_dump()
+    changes = _changes(current, edit)
+    if not changes:
+        raise _refuse(f"nothing to change in step '{edit.step_id}'")
+    return [{**current, **changes} if s.id == edit.step_id else s.model_dump() for s in plan.steps]
+
+
+def _changes(current: StepData, edit: UpdateStep) -> StepData:
+    """The fields `edit` gives a value other than the step's: a form sends every field."""
     changes: StepData = {}
     for name in _UPDATABLE:
         value = getattr(edit, name)
@@ -136,9 +143,7 @@ def _update(plan: Plan, edit: UpdateStep) -> list[StepData]:
         elif value == current[name]:
             continue
         changes[name] = value
-    if not changes:
-        raise _refuse(f"nothing to change in step '{edit.step_id}'")
-    return [{**current, **changes} if s.id == edit.step_id else s.model_dump() for s in plan.steps]
+    return changes
 
 
 def _add(plan: Plan, edit: AddStep) -> list[StepData]:
@@ -249,10 +254,15 @@ def apply_edit(
         raise EditRefused(exc.errors) from exc
 
 
-def describe_edit(edit: Edit) -> str:
-    """One line for the version's note."""
+def describe_edit(edit: Edit, before: Plan | None = None) -> str:
+    """One line for the version's note. Given the plan it was made on, an update names only
+    the fields it changed, not every field the form sent."""
     if isinstance(edit, UpdateStep):
         fields = [name for name in _UPDATABLE if getattr(edit, name) is not None]
+        step = next((s for s in before.steps if s.id == edit.step_id), None) if before else None
+        if step is not None:
+            changed = _changes(step.model_dump(), edit)
+            fields = [name for name in fields if name in changed]
         if fields == ["title"]:
             return f"renamed step '{edit.step_id}'"
         if not fields:

@@ -194,7 +194,7 @@ def plan_edit(*, run_id: int, base_version: int, edit: Edit) -> PlanVersion:
         plan = Plan.model_validate(current.plan)
         new_plan = apply_edit(plan, edit, known_tools=sorted(tools_for_run(run)))
         return _save_version(
-            run, new_plan, PlanVersion.Author.PERSON, describe_edit(edit), current.number + 1
+            run, new_plan, PlanVersion.Author.PERSON, describe_edit(edit, plan), current.number + 1
         )
 
 

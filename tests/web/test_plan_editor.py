@@ -172,3 +172,20 @@ def test_another_user_can_neither_edit_nor_read_the_plan(run, make_user):
     assert mallory.get(reverse("plan_json", args=[run.pk, 1])).status_code == 404
     assert mallory.get(reverse("plan_diff", args=[run.pk]) + "?from=1&to=1").status_code == 404
     assert run.plan_versions.count() == 1
+
+
+def test_the_step_form_sends_every_field_and_the_note_names_the_one_changed(client_alice, run):
+    step = run.steps.get(step_id="write-short-summary")
+    response = change(
+        client_alice,
+        run,
+        op="update",
+        step_id=step.step_id,
+        title=step.title,
+        instruction=step.instruction,
+        role="critic",
+        tools=step.tools,
+        tools_shown="1",
+    )
+    assert response.status_code == 200
+    assert run.plan_versions.get(number=2).note == "changed role of step 'write-short-summary'"

@@ -128,3 +128,27 @@ def test_edits_are_frozen_values() -> None:
 )
 def test_describe_edit(change: Edit, text: str) -> None:
     assert describe_edit(change) == text
+
+
+@pytest.mark.parametrize(
+    ("change", "text"),
+    [
+        # What the step form sends: every field, one of them changed.
+        (
+            UpdateStep("a", title="A", instruction="Do a.", role="critic", tools=()),
+            "changed role of step 'a'",
+        ),
+        (
+            UpdateStep("a", title="New", instruction="Do a.", role="writer", tools=()),
+            "renamed step 'a'",
+        ),
+        (
+            UpdateStep(
+                "a", title="A", instruction="Do more.", role="writer", tools=("calculator",)
+            ),
+            "changed instruction, tools of step 'a'",
+        ),
+    ],
+)
+def test_describe_edit_names_only_what_changed_against_the_plan(change: Edit, text: str) -> None:
+    assert describe_edit(change, DIAMOND) == text
