@@ -48,6 +48,16 @@ UsdBudget = Annotated[
     ),
 ]
 
+
+
+def too_long(what: str, text: str, limit: int) -> str:
+    """Why `text` is refused, in the words every form and the API use; "" when it fits. A page
+    states the limit this way rather than with a maxlength, which cuts a paste without a word."""
+    if len(text) <= limit:
+        return ""
+    return f"{what} is {len(text)} characters long; at most {limit} are allowed."
+
+
 _ASCII_DIGITS = re.compile(r"[0-9]{1,19}")
 # A JSON string (with its escapes), or one bracket: what the depth scan steps over.
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from planner_ui.agents.planner import make_plan
+from planner_ui.core.bounds import too_long
 from planner_ui.core.effects import PolicyMode, ToolPolicy
 from planner_ui.core.errors import AgentError, InvalidTransition, PlanConflict, RunStopped
 from planner_ui.core.events import EventType
@@ -53,12 +54,8 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
     budget_tokens, budget_usd = options.budget_tokens, options.budget_usd
     if not task:
         raise RunInputError("Describe the task: it is empty.", field="task")
-    limit = settings.AGENTSITE_MAX_TASK_CHARS
-    if len(task) > limit:
-        raise RunInputError(
-            f"The task is {len(task)} characters long; at most {limit} are allowed.",
-            field="task",
-        )
+    if refusal := too_long("The task", task, settings.AGENTSITE_MAX_TASK_CHARS):
+        raise RunInputError(refusal, field="task")
     if budget_tokens is not None and budget_tokens <= 0:
         raise RunInputError(
             "A token budget must be a positive number of tokens.", field="budget_tokens"

@@ -25,6 +25,7 @@ from planner_ui.core.bounds import (
     MAX_BUDGET_USD,
     MIN_BUDGET_USD,
     row_id,
+    too_long,
 )
 from planner_ui.core.diff import plan_diff
 from planner_ui.core.edits import DependentsPolicy
@@ -110,7 +111,8 @@ class TaskForm(AllowedHostsFields):
                 "hx-include": "#id_allowed_hosts, #id_allowed_hosts_auto",
             }
         ),
-        max_length=settings.AGENTSITE_MAX_TASK_CHARS,
+        # No max_length: its maxlength attribute would cut a long paste in the browser without
+        # a word; clean_task refuses it and says the limit.
         strip=True,
     )
     auto_approve = forms.BooleanField(
@@ -193,6 +195,12 @@ class TaskForm(AllowedHostsFields):
             max_replans=data["max_replans"],
             allowed_hosts=data["allowed_hosts"],
         )
+
+    def clean_task(self) -> str:
+        task = self.cleaned_data["task"]
+        if refusal := too_long("The task", task, settings.AGENTSITE_MAX_TASK_CHARS):
+            raise forms.ValidationError(refusal)
+        return task
 
     def clean_allowed_hosts(self) -> list[str] | None:
         """The person's list, or None (the hosts the task names) when they left the field as the

@@ -15,6 +15,7 @@ from planner_ui.core.bounds import (
     json_depth,
     loads_bounded,
     row_id,
+    too_long,
 )
 
 
@@ -74,3 +75,10 @@ def test_check_no_nul_finds_a_nul_in_keys_and_nested_values():
 
 def test_the_largest_budget_fits_the_column():
     assert str(MAX_BUDGET_USD) == "99999999.9999"
+
+
+def test_too_long_says_the_length_and_the_limit():
+    assert too_long("The task", "x" * 10, 10) == ""
+    assert too_long("The task", "x" * 100_000, 10_000) == (
+        "The task is 100000 characters long; at most 10000 are allowed."
+    )
