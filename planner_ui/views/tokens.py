@@ -13,19 +13,26 @@ from planner_ui.models import ApiToken
 from planner_ui.services.tokens import TokenRefused, token_create, token_revoke
 
 
+# Where a token just made waits for the page that shows it: the next GET takes it out.
+NEW_TOKEN_KEY = "api_token_made"
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def api_tokens(request: HttpRequest) -> HttpResponse:
-    made = None
+    """POST makes a token and redirects, so reloading the page never makes another; the GET
+    after it shows the token once, from the session, which forgets it as it is shown."""
     if request.method == "POST":
         try:
-            token, made = token_create(user=request.user, name=request.POST.get("name", ""))
+            _, made = token_create(user=request.user, name=request.POST.get("name", ""))
         except TokenRefused as exc:
             messages.error(request, str(exc))
-            return redirect("api_tokens")
+        else:
+            request.session[NEW_TOKEN_KEY] = made
+        return redirect("api_tokens")
     context = {
         "tokens": ApiToken.objects.filter(user=request.user),
-        "made": made,
+        "made": request.session.pop(NEW_TOKEN_KEY, None),
     }
     # The secret is in this response only: it must not be cached anywhere on the way.
     response = render(request, "planner_ui/api_tokens.html", context)

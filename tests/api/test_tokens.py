@@ -14,9 +14,13 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_page_makes_a_token_shows_it_once_and_keeps_only_its_digest(client_alice) -> None:
-    response = client_alice.post(reverse("api_tokens"), {"name": "nightly script"})
+    made = client_alice.post(reverse("api_tokens"), {"name": "nightly script"})
+    # Made on POST, shown after a redirect: reloading the page that shows it makes no other.
+    assert made.status_code == 302 and made["Location"] == reverse("api_tokens")
+    response = client_alice.get(made["Location"])
     assert response.status_code == 200 and response["Cache-Control"] == "no-store"
     body = response.content.decode()
+    assert 'id="copy-token"' in body
     token = ApiToken.objects.get()
     raw = body.split('id="new-token-value">')[1].split("<")[0]
     assert raw.startswith("ast_") and len(raw) > 40
@@ -25,6 +29,8 @@ def test_the_page_makes_a_token_shows_it_once_and_keeps_only_its_digest(client_a
     # Shown once: the page lists it afterwards by its prefix only.
     again = client_alice.get(reverse("api_tokens")).content.decode()
     assert raw not in again and f"{token.prefix}…" in again
+    assert 'id="copy-token"' not in again
+    assert ApiToken.objects.count() == 1
     api = Client(headers={"Authorization": f"Bearer {raw}"})
     assert api.get("/api/v1/runs").status_code == 200
     token.refresh_from_db()
