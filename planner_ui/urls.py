@@ -44,6 +44,9 @@ urlpatterns = [
     ),
     path("settings/mcp/new/", mcp.mcp_server_new, name="mcp_server_new"),
     path("settings/mcp/<int:server_id>/check/", mcp.mcp_server_check_view, name="mcp_server_check"),
+    path(
+        "settings/mcp/<int:server_id>/remove/", mcp.mcp_server_remove_view, name="mcp_server_remove"
+    ),
     path("settings/mcp/tools/<int:tool_id>/", mcp.mcp_tool_update, name="mcp_tool_update"),
     path(
         "settings/api-tokens/<int:token_id>/revoke/",

@@ -49,7 +49,6 @@ UsdBudget = Annotated[
 ]
 
 
-
 def too_long(what: str, text: str, limit: int) -> str:
     """Why `text` is refused, in the words every form and the API use; "" when it fits. A page
     states the limit this way rather than with a maxlength, which cuts a paste without a word."""

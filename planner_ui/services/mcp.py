@@ -226,3 +226,13 @@ def mcp_tool_set_effect(tool: McpServerTool, effect: str) -> McpServerTool:
         ) from None
     tool.save(update_fields=["effect"])
     return tool
+
+
+def mcp_server_remove(server: McpServer) -> int:
+    """Remove a server and its pinned tools; returns how many tools went with it. From then on
+    no run is offered them, and a step granted one finds it gone at its next call, as when a
+    server stops listing a tool."""
+    with transaction.atomic():
+        count = server.tools.count()
+        server.delete()
+    return count

@@ -1,6 +1,6 @@
 """The MCP servers page: register a server, read each of its tools' description and schema and
-approve it (nothing is offered before), give each tool an effect, check it again, and approve
-(or not) what its server changed."""
+approve it (nothing is offered before), give each tool an effect, check it again, approve (or
+not) what its server changed, and remove it."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from planner_ui.services.mcp import (
     McpRefused,
     mcp_server_check,
     mcp_server_register,
+    mcp_server_remove,
     mcp_tool_approve,
     mcp_tool_set_effect,
     review_digest,
@@ -88,6 +89,20 @@ def mcp_server_check_view(request: HttpRequest, server_id: int) -> HttpResponse:
             f"Checked '{server.name}': "
             + (f"{held} tools wait for you." if held else "its tools are as they were pinned."),
         )
+    return redirect("mcp_servers")
+
+
+@login_required
+@require_POST
+def mcp_server_remove_view(request: HttpRequest, server_id: int) -> HttpResponse:
+    server = _managed_server(request, server_id)
+    name = server.name
+    count = mcp_server_remove(server)
+    messages.success(
+        request,
+        f"Removed '{name}' and its {count} tool{'s' if count != 1 else ''}: no run is offered "
+        "them any more.",
+    )
     return redirect("mcp_servers")
 
 

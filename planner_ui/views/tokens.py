@@ -12,7 +12,6 @@ from django.views.decorators.http import require_http_methods, require_POST
 from planner_ui.models import ApiToken
 from planner_ui.services.tokens import TokenRefused, token_create, token_revoke
 
-
 # Where a token just made waits for the page that shows it: the next GET takes it out.
 NEW_TOKEN_KEY = "api_token_made"
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
@@ -204,3 +205,24 @@ def test_a_person_reviews_and_approves_the_tools_of_their_own_url_server(
     assert "is offered to runs, as you reviewed it" in approve(client_alice, lookup)
     assert "mine__lookup" in tools_for_user(alice)
     assert "mine__lookup" not in tools_for_user(bob_user)
+
+
+def test_a_server_is_removed_by_its_manager_only_with_its_tools(client_admin, client_alice) -> None:
+    server = register_and_approve(client_admin)
+    admin = get_user_model().objects.get(username="admin")
+    assert "fake__lookup" in tools_for_user(admin)
+    remove = reverse("mcp_server_remove", args=[server.pk])
+    # Someone who may not manage it sees no button, and cannot remove it.
+    assert "remove-server" not in client_alice.get(reverse("mcp_servers")).content.decode()
+    assert client_alice.post(remove).status_code == 404
+    assert McpServer.objects.filter(pk=server.pk).exists()
+    page = client_admin.get(reverse("mcp_servers")).content.decode()
+    assert f'action="{remove}"' in page and 'class="danger remove-server"' in page
+
+    response = client_admin.post(remove, follow=True)
+    body = response.content.decode()
+    assert "Removed &#x27;fake&#x27; and its 3 tools: no run is offered them any more." in body
+    assert 'id="mcp-server-fake"' not in body and 'id="no-mcp-servers"' in body
+    assert not McpServerTool.objects.exists()
+    assert not any(name.startswith("fake__") for name in tools_for_user(admin))
+    assert client_admin.post(remove).status_code == 404
