@@ -156,6 +156,8 @@ class StepSucceededPayload(TypedDict):
     cost_usd: str
     duration_s: float | None
     model: str
+    # What is in doubt about a result that stands (the synthesizer's unaccounted figures).
+    warnings: NotRequired[list[str]]
 
 
 class StepFailedPayload(TypedDict):

@@ -48,6 +48,7 @@ class LossKind(StrEnum):
     UNKNOWN = "unknown"  # an irreversible call's outcome is unknown
     REPLANNED_AROUND = "replanned_around"  # a step failed and a re-plan went around it
     SKIPPED = "skipped"  # a step was skipped or dropped by a re-plan, so it never ran
+    DOUBTED = "doubted"  # a result stands with something in doubt (the synthesizer's figures)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ class Loss:
                 )
             case LossKind.SKIPPED:
                 return f"step '{self.step_id}' never ran{why}"
+            case LossKind.DOUBTED:
+                return f"step '{self.step_id}': {_one_line(self.detail, 300)}"
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,8 @@ def _part(kind: LossKind, losses: list[Loss]) -> str:
             if many
             else f"call with unknown outcome ({names})"
         )
+    if kind == LossKind.DOUBTED:
+        return "; ".join(dict.fromkeys(loss.detail for loss in losses))
     names = _names(f"'{loss.step_id}'" for loss in losses)
     noun = "steps" if many else "step"
     if kind == LossKind.REPLANNED_AROUND:

@@ -56,6 +56,14 @@ def run_losses(run: Run, steps: list[Step]) -> list[Loss]:
         ).values_list("step_id", "tool", "reason")
     ]
     losses += [
+        Loss(LossKind.DOUBTED, step_id, detail=warning)
+        for step_id, payload in run.events.filter(type=EventType.STEP_SUCCEEDED).values_list(
+            "step_id", "payload"
+        )
+        if step_id in succeeded
+        for warning in payload.get("warnings", ())
+    ]
+    losses += [
         Loss(LossKind.UNKNOWN, step_id, tool=tool)
         for step_id, tool in run.receipts.filter(state=ToolReceipt.State.UNKNOWN).values_list(
             "step_id", "tool"

@@ -370,6 +370,7 @@ def step_finish(
                         "cost_usd": str(sql.decimal_of(cost)),
                         "duration_s": (now - started_at).total_seconds() if started_at else None,
                         "model": model,
+                        **({"warnings": outcome.warnings} if outcome and outcome.warnings else {}),
                     },
                     step_id=step_id,
                 )

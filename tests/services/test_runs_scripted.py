@@ -53,6 +53,28 @@ def test_a_run_records_exactly_what_the_scripted_model_said(make_user) -> None:
     assert run.steps.get(step_id=SYNTHESIS_STEP_ID).model == "scripted:tea-executor"
 
 
+def test_a_deliverable_with_figures_no_step_holds_ends_with_a_warning(make_user) -> None:
+    script("tea-planner-2").plan(PLAN)
+    script("tea-executor-2").tool_call("calculator", {"expression": "3 * 2.5"}).text(
+        "A pot costs 7.5 EUR."
+    ).text("A pot costs 12.5 EUR.").text("Two pots cost 12.5 EUR.")
+    routes = {"planner": "scripted:tea-planner-2", "executor": "scripted:tea-executor-2"}
+    run = run_create(owner=make_user(), options=RunOptions(task="Price tea", routes=routes))
+    run_plan(run.pk)
+    run_approve_plan(run.pk)
+    run = drive(run)
+
+    # Asked once more, the synthesizer kept its figure: the deliverable stands, in doubt.
+    assert run.status == RunStatus.SUCCEEDED and run.result == "Two pots cost 12.5 EUR."
+    assert run.outcome == "succeeded_with_warnings"
+    doubt = (
+        "the deliverable's figures are in doubt: it states 12.5, which neither the task nor "
+        "any step output holds"
+    )
+    assert run.outcome_reason == doubt[:1].upper() + doubt[1:]
+    assert run.warnings == [f"step '{SYNTHESIS_STEP_ID}': {doubt}"]
+
+
 def test_scripted_routes_are_refused_where_real_models_are_allowed(make_user, settings) -> None:
     from planner_ui.services.runs import RunInputError
 
