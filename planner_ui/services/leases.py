@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import redis
 from django.conf import settings
 from django.db import close_old_connections, connections
-from django.utils import timezone
+from django.db.models.functions import Now
 
 from planner_ui.core.status import StepStatus
 from planner_ui.models import Step
@@ -71,7 +71,7 @@ class StepBeat:
                 step_id=self.step_id,
                 status=StepStatus.RUNNING,
                 worker=self.worker,
-            ).update(heartbeat_at=timezone.now())
+            ).update(heartbeat_at=Now())  # the database's clock: the sweep compares with it
         )
 
 
@@ -199,12 +199,14 @@ def seen_for(seconds: float, *name: object) -> bool:
     """True once `name` has been asked about for at least `seconds` (by any process), then
     the wait starts over: for a state with no timestamp of its own."""
     key = redis_key("seen", *name)
-    now = time.time()
+    # Timed by Redis alone, with how much of the key's life has passed: the sweeps that ask
+    # run on machines whose clocks may disagree.
+    life_ms = max(1000, round(seconds * 3000))
     try:
         client = redis_client()
-        client.set(key, now, nx=True, ex=max(1, round(seconds * 3)))
-        first = float(client.get(key) or now)
-        if now - first >= seconds:
+        client.set(key, 1, nx=True, px=life_ms)
+        left_ms = client.pttl(key)
+        if left_ms >= 0 and life_ms - left_ms >= seconds * 1000:
             client.delete(key)
             return True
     except redis.RedisError:

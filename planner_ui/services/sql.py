@@ -238,6 +238,24 @@ def update_with(counter: str, params: Sequence[Any], *, along: Along = ()) -> tu
 _AFTER_COUNTER = " FROM (SELECT FROM counter) AS after_counter"
 
 
+def clock() -> str:
+    """The database's clock, as SQL (what Django's `Now()` writes): the one clock that times
+    heartbeats and the sweep's periods, whichever machine writes or compares them. Each
+    machine's own may be off by seconds; a worker 25 s behind had a healthy step taken over.
+    On PostgreSQL the statement's start, not the transaction's (`now()`), which may be old."""
+    if connection.vendor == "postgresql":
+        return "statement_timestamp()"
+    # In the text the ORM stores and compares on SQLite, to the millisecond.
+    return "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now')"
+
+
+def clock_ago(seconds: float) -> tuple[str, list[Any]]:
+    """The database's clock `seconds` ago: SQL and its parameters."""
+    if connection.vendor == "postgresql":
+        return "statement_timestamp() - %s * interval '1 second'", [seconds]
+    return "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s)", [f"{-seconds:+.3f} seconds"]
+
+
 def datetime_of(value: Any) -> datetime | None:
     """A DATETIME column read back, aware: SQLite's driver gives a naive datetime in UTC (or the
     ORM's text where it cannot tell the column's type), PostgreSQL's an aware one."""

@@ -6,12 +6,13 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from planner_ui.agents.checkpoint import Checkpoint
@@ -68,21 +69,26 @@ def _claim(
     # One conditional UPDATE, joined with the run's status rather than locking its row: a
     # cancel that commits first leaves nothing claimable, one that commits after stops the
     # step at its next call.
-    params: list[Any] = [StepStatus.RUNNING.value, sql.when(now), sql.when(now), worker]
+    params: list[Any] = [StepStatus.RUNNING.value, sql.when(now), worker]
     params += [run_id, step_id, _QUEUED.value]
     claimable = "status = %s"
     if redelivered:
         # The broker hands a task back when its worker died, but also when a live one
         # merely outlasted the visibility timeout: only a step whose heartbeat stopped is
-        # taken over.
-        stale = now - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
-        claimable = "(status = %s OR (status = %s AND (heartbeat_at < %s OR heartbeat_at IS NULL)))"
-        params += [_TAKEN_OVER.value, sql.when(stale)]
+        # taken over (by the database's clock, which stamped the heartbeat).
+        stale, stale_params = sql.clock_ago(settings.AGENTSITE_STEP_LEASE_S)
+        claimable = (
+            f"(status = %s OR (status = %s AND (heartbeat_at < {stale} OR heartbeat_at IS NULL)))"
+        )
+        params += [_TAKEN_OVER.value, *stale_params]
     params += [run_id, RunStatus.RUNNING.value]
     # On PostgreSQL the run's row is key-shared before the step's is locked, in the order a
     # cancel takes them (run, then its steps): taken the other way round, a claim and a cancel
     # at once would each wait for the other until the server broke the deadlock, a second on.
-    claimed = sql.rows(_CLAIM.format(claimable=claimable, locked=sql.locking("key share")), params)
+    claimed = sql.rows(
+        _CLAIM.format(claimable=claimable, locked=sql.locking("key share"), clock=sql.clock()),
+        params,
+    )
     if not claimed:
         if (
             redelivered
@@ -118,7 +124,7 @@ def _claimed(pk: int) -> Step:
 (_TAKEN_OVER,) = step_sources(StepStatus.RUNNING, {StepStatus.RUNNING})
 _CLAIM = (
     f"UPDATE {sql.table(Step)} SET status = %s, attempts = attempts + 1, started_at = %s, "
-    "heartbeat_at = %s, worker = %s WHERE run_id = %s AND step_id = %s AND {claimable} "
+    "heartbeat_at = {clock}, worker = %s WHERE run_id = %s AND step_id = %s AND {claimable} "
     f"AND EXISTS (SELECT 1 FROM {sql.table(Run)} WHERE id = %s AND status = %s{{locked}}) "
     "RETURNING id, attempts"
 )
@@ -241,7 +247,7 @@ def _execute(step: Step, worker: str, *, carry_on: bool = False) -> int | None:
                 tools=tools_for_step(run, step.tools),
                 checkpoint=Checkpoint.from_json(step.checkpoint) if step.checkpoint else None,
                 save=lambda state: Step.objects.filter(run_id=run_id, step_id=step_id).update(
-                    checkpoint=state.to_json(), heartbeat_at=timezone.now()
+                    checkpoint=state.to_json(), heartbeat_at=Now()
                 ),
             )
     except StepPaused as paused:
