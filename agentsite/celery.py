@@ -56,6 +56,15 @@ def _say_alive(sender: object, **_: object) -> None:
     worker_alive_beat(getattr(sender, "hostname", "worker"))
 
 
+@worker_ready.connect
+def _sweep_here(sender: object, **_: object) -> None:
+    """Every worker sweeps, one of them per period (the database's turn): lost work comes back
+    with no beat running, and whichever process dies."""
+    from planner_ui.services.sweeper import sweeper_start
+
+    sweeper_start(getattr(sender, "hostname", "worker"))
+
+
 @worker_init.connect
 def _preload(**_: object) -> None:
     """Before the pool forks: what every step imports is then imported once, not per process

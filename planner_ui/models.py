@@ -686,3 +686,15 @@ class LocalModel(models.Model):
     def stopping(self) -> bool:
         """An admin stopped it, and its server is still up (or still loading)."""
         return not self.wanted and self.state in (self.State.LOADING, self.State.READY)
+
+
+class Sweep(models.Model):
+    """One row: when the last sweep (services.sweep) started and where. Every worker and any
+    beat asks to sweep; a guarded write of this row lets one through per period."""
+
+    # By the database's clock, as the heartbeats it compares.
+    swept_at = models.DateTimeField()
+    swept_by = models.CharField(max_length=200, blank=True)
+
+    def __str__(self) -> str:
+        return f"sweep at {self.swept_at} by {self.swept_by}"

@@ -1,9 +1,14 @@
-"""Which Celery workers said recently that they are alive (services.leases)."""
+"""Which Celery workers said recently that they are alive (services.leases), and when the fleet
+last swept (services.sweep)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import redis
 
+from planner_ui.models import Sweep
+from planner_ui.services import sql
 from planner_ui.services.redis_store import redis_client, redis_key
 
 
@@ -15,3 +20,19 @@ def workers_alive() -> list[str] | None:
         return sorted(key.decode()[len(prefix) :] for key in keys)
     except redis.RedisError:
         return None
+
+
+def last_sweep_at() -> datetime | None:
+    """When the last sweep started, on the database's clock; None before the first."""
+    return Sweep.objects.values_list("swept_at", flat=True).first()
+
+
+def seconds_since_sweep() -> float | None:
+    """How long ago the last sweep started, by the database's clock (the one that stamped it:
+    a web server's own may be off); None before the first. Every worker sweeps about every
+    AGENTSITE_SWEEP_S: several periods without one means no worker is running."""
+    found = sql.rows(f"SELECT swept_at, {sql.clock()} FROM {sql.table(Sweep)}", [])
+    if not found:
+        return None
+    swept_at, now = (sql.datetime_of(value) for value in found[0])
+    return max(0.0, (now - swept_at).total_seconds())

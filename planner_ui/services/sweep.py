@@ -1,35 +1,43 @@
 """Reconciliation: work whose worker died or whose message was lost, handed out again.
 
-Run every AGENTSITE_SWEEP_S by Celery beat (a worker started with -B in the embedded setup).
-Every action is safe to repeat: a step is claimed by one worker only, and the planner's work
-holds a lease; `once_per` keeps the sweep from asking twice within a period.
+Every worker asks to sweep every AGENTSITE_SWEEP_S (services.sweeper), and so does Celery
+beat where one runs; the database lets one sweep per period through (`sweep_claim`), so no
+single process has to live for lost work to come back. Every action is safe to repeat: a step
+is claimed by one worker only, and the planner's work holds a lease; `once_per` keeps two
+sweeps from asking twice for one thing within a period. Times are compared on the database's
+clock, which stamped the heartbeats: the machines' own clocks may disagree.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+import os
+import socket
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
 from planner_ui import tasks
 from planner_ui.core.events import EventType
 from planner_ui.core.status import RunStatus, StepStatus
-from planner_ui.models import PlanProposal, Run, Step
+from planner_ui.models import PlanProposal, Run, Step, Sweep
 
+from . import sql
 from .events import event_append
 from .leases import lease_held, once_per, seen_for
 
 log = logging.getLogger(__name__)
 
 
-def sweep() -> dict[str, int]:
-    """Hand out again what needs it; how many of each kind, for the worker's log."""
-    if not once_per(settings.AGENTSITE_SWEEP_S * 0.8, "sweep"):
-        return {}  # another worker's beat swept a moment ago
-    now = timezone.now()
+def sweep(by: str = "") -> dict[str, int]:
+    """Hand out again what needs it, unless another process swept within the period; how many
+    of each kind, for the worker's log (nothing when it was not this one's turn)."""
+    now = sweep_claim(
+        settings.AGENTSITE_SWEEP_S * 0.8, by or f"{socket.gethostname()}:{os.getpid()}"
+    )
+    if now is None:
+        return {}  # another worker, or a beat, swept a moment ago
     return {
         "taken_over": _lost_steps(now),
         "queued_again": _unclaimed_steps(now),
@@ -39,6 +47,25 @@ def sweep() -> dict[str, int]:
     }
 
 
+def sweep_claim(period_s: float, by: str) -> datetime | None:
+    """The database's time now, when no sweep started within `period_s` of it (and this one is
+    recorded as started); None when one did.
+
+    One statement, safe from any number of processes at once: PostgreSQL locks the row and
+    checks the condition again on the version a concurrent writer left, SQLite writes one at
+    a time. The row is made by the first sweep (a test's flush empties the table)."""
+    since, since_params = sql.clock_ago(period_s)
+    found = sql.rows(_CLAIM.format(clock=sql.clock(), since=since), [by, *since_params])
+    return sql.datetime_of(found[0][0]) if found else None
+
+
+_CLAIM = (
+    f"INSERT INTO {sql.table(Sweep)} (id, swept_at, swept_by) VALUES (1, {{clock}}, %s) "
+    "ON CONFLICT (id) DO UPDATE SET swept_at = excluded.swept_at, swept_by = excluded.swept_by "
+    f"WHERE {sql.table(Sweep)}.swept_at <= {{since}} RETURNING swept_at"
+)
+
+
 def _send(task, *args, **kwargs) -> None:
     try:
         task.apply_async(args=args, kwargs=kwargs, retry=True, retry_policy={"max_retries": 2})
@@ -46,7 +73,7 @@ def _send(task, *args, **kwargs) -> None:
         log.warning("the sweep could not enqueue %s%s", task.name, args, exc_info=True)
 
 
-def _lost_steps(now) -> int:
+def _lost_steps(now: datetime) -> int:
     lease = settings.AGENTSITE_STEP_LEASE_S
     lost = Step.objects.filter(
         status=StepStatus.RUNNING,
@@ -69,7 +96,7 @@ def _lost_steps(now) -> int:
     return count
 
 
-def _unclaimed_steps(now) -> int:
+def _unclaimed_steps(now: datetime) -> int:
     after = settings.AGENTSITE_REQUEUE_AFTER_S
     unclaimed = Step.objects.filter(
         status=StepStatus.QUEUED,
@@ -85,7 +112,7 @@ def _unclaimed_steps(now) -> int:
     return count
 
 
-def _lost_plans(now) -> int:
+def _lost_plans(now: datetime) -> int:
     after = settings.AGENTSITE_REQUEUE_AFTER_S
     waiting = Run.objects.filter(
         status=RunStatus.PLANNING,
@@ -117,7 +144,7 @@ def _lost_replans() -> int:
     return count
 
 
-def _lost_revisions(now) -> int:
+def _lost_revisions(now: datetime) -> int:
     after = settings.AGENTSITE_REQUEUE_AFTER_S
     pending = PlanProposal.objects.filter(
         state=PlanProposal.State.PENDING,
