@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import ast
 import json
+import threading
+import time
 from datetime import timedelta
 
 import pytest
 import redis
 from django.conf import settings
+from django.db import close_old_connections
 from django.utils import timezone
 
 from planner_ui.core.status import RunStatus, StepStatus
-from planner_ui.models import PlanProposal, PlanVersion, Run, Step
+from planner_ui.models import PlanProposal, PlanVersion, Run, Step, Sweep
 from planner_ui.services.leases import task_lease
 from planner_ui.services.redis_store import redis_client, redis_key
-from planner_ui.services.sweep import sweep
+from planner_ui.services.sweep import sweep, sweep_claim
 
 pytestmark = pytest.mark.django_db
 
@@ -103,8 +106,6 @@ def test_a_re_plan_that_never_started_is_asked_for_again_after_a_period(run, set
     run.save()
     step(run, "broke", status=StepStatus.FAILED, finished_at=timezone.now())
     assert sweep()["replans_again"] == 0  # first seen now: it may only be on its way
-    import time
-
     time.sleep(1.1)
     assert sweep()["replans_again"] == 1
     assert queued() == [("replan_task", (run.pk, "broke"), {})]
@@ -131,3 +132,51 @@ def test_finished_runs_are_left_alone(run):
     Run.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED)
     assert sweep()["taken_over"] == 0
     assert queued() == []
+
+
+def _at_once(count: int, target) -> list:
+    """target(index) in `count` threads released together, each on its own connection."""
+    results: list = [None] * count
+    barrier = threading.Barrier(count)
+
+    def body(index: int) -> None:
+        try:
+            barrier.wait()
+            results[index] = target(index)
+        except BaseException as exc:  # reported by the test, not lost in a thread
+            results[index] = exc
+        finally:
+            close_old_connections()
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
+@pytest.mark.database
+@pytest.mark.django_db(transaction=True)
+def test_of_sweeps_asked_for_at_once_one_goes_through_per_period():
+    period = 0.5
+    for _ in range(3):
+        claims = _at_once(8, lambda index: sweep_claim(period, f"worker{index}"))
+        assert not [c for c in claims if isinstance(c, BaseException)], claims
+        won = [index for index, claim in enumerate(claims) if claim is not None]
+        assert len(won) == 1, claims
+        assert Sweep.objects.get().swept_by == f"worker{won[0]}"
+        assert sweep_claim(period, "late") is None  # within the period: nobody else
+        time.sleep(period + 0.1)
+
+
+@pytest.mark.database
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_sweeping_at_once_hand_a_lost_step_out_once(run):
+    lease = settings.AGENTSITE_STEP_LEASE_S
+    step(run, "lost", status=StepStatus.RUNNING, worker="w1", heartbeat_at=ago(lease + 1))
+    swept = _at_once(2, lambda index: sweep(f"worker{index}"))
+    assert sorted(bool(done) for done in swept) == [False, True], swept
+    assert max(swept, key=len)["taken_over"] == 1
+    assert queued() == [("execute_step", (run.pk, "lost"), {"takeover": True})]
+    assert run.events.filter(type="step.worker_lost").count() == 1

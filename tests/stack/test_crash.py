@@ -5,6 +5,7 @@ local HTTP server, and must have arrived exactly once."""
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Iterator
 from itertools import count
 
@@ -35,16 +36,20 @@ class Workers:
 
     def __init__(self) -> None:
         self.procs = []
+        self.names = {}
 
-    def start(self):
+    def start(self, **settings_env: str):
         name = f"crash{next(_names)}"
         env = child_env(
-            AGENTSITE_OFFLINE_LATENCY_S="1.5",
-            AGENTSITE_TOOL_NET_ALLOW="127.0.0.1",
-            CELERY_VISIBILITY_TIMEOUT="3",
-            CELERY_UNACKED_RESTORE_INTERVAL="1",
-            CELERY_UNACKED_RESTORE_THROTTLE="1",
-            AGENTSITE_STEP_LEASE_S="2",
+            **{
+                "AGENTSITE_OFFLINE_LATENCY_S": "1.5",
+                "AGENTSITE_TOOL_NET_ALLOW": "127.0.0.1",
+                "CELERY_VISIBILITY_TIMEOUT": "3",
+                "CELERY_UNACKED_RESTORE_INTERVAL": "1",
+                "CELERY_UNACKED_RESTORE_THROTTLE": "1",
+                "AGENTSITE_STEP_LEASE_S": "2",
+                **settings_env,
+            }
         )
         proc = embedded.start_worker(
             env=env,
@@ -53,6 +58,7 @@ class Workers:
             log_path=settings.VAR_DIR / f"worker-{name}.log",
         )
         self.procs.append(proc)
+        self.names[f"{name}@"] = proc
         embedded.wait_for_worker(name, timeout=60)
         return proc
 
@@ -171,3 +177,36 @@ def test_an_approval_pending_across_a_worker_restart_resumes_the_run(workers, ma
         assert run.status == RunStatus.SUCCEEDED, run.error
         assert receiver.count == 1
         assert run.receipts.get().authorized_by == "alice"
+
+
+def test_with_no_beat_a_dead_worker_s_step_is_taken_over_by_another_worker(workers, make_user):
+    """No beat runs, and the broker would hand the dead worker's task back only after an hour:
+    what takes the step over is the sweep the surviving worker runs itself."""
+    no_beat = {
+        "CELERY_VISIBILITY_TIMEOUT": "3600",
+        "AGENTSITE_SWEEP_S": "1",
+        "AGENTSITE_OFFLINE_LATENCY_S": "4",
+    }
+    both = [workers.start(**no_beat), workers.start(**no_beat)]
+    run = run_create(owner=make_user(), options=RunOptions(task="Research tea", auto_approve=True))
+    step = wait_until(
+        lambda: run.steps.filter(status=StepStatus.RUNNING).first(),
+        timeout=60,
+        what="a step running",
+    )
+    dead_worker = step.worker
+    victim = next(proc for name, proc in workers.names.items() if dead_worker.startswith(name))
+    workers.kill(victim)
+    killed_at = time.monotonic()
+
+    def taken_over() -> bool:
+        step.refresh_from_db()
+        return step.attempts == 2 and step.worker != dead_worker
+
+    wait_until(taken_over, timeout=60, what="the dead worker's step to be taken over")
+    assert time.monotonic() - killed_at < 60
+    assert [proc for proc in both if proc.poll() is None] == [p for p in both if p is not victim]
+    lost = run.events.get(type="step.worker_lost", step_id=step.step_id)
+    assert lost.payload["worker"] == dead_worker
+    run = finished(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
