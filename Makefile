@@ -39,6 +39,7 @@ TEST_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/agentsite
 test: $(STAMP)
 	./scripts/ensure-chromium.sh
 	./scripts/ensure-debian-package.sh bwrap bubblewrap "the sandbox of the command tools"
+	./scripts/ensure-debian-package.sh faketime faketime "the test of a worker whose clock is behind"
 	@rc=0; $(PY) -m pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose" >&2; exit 1; fi; \
 	exit $$rc
