@@ -354,8 +354,9 @@ AGENTSITE_REQUEUE_AFTER_S = float(os.environ.get("AGENTSITE_REQUEUE_AFTER_S", "6
 # A worker that has not said it is alive for this long is not counted (the form warns, /readyz
 # fails when none is).
 AGENTSITE_WORKER_ALIVE_S = float(os.environ.get("AGENTSITE_WORKER_ALIVE_S", "30"))
-# Celery beat (a `beat` process, or a worker started with -B) runs the sweep that hands out again
-# work whose worker died or whose message was lost (planner_ui.services.sweep).
+# Every worker runs the sweep that hands out again work whose worker died or whose message was
+# lost (planner_ui.services.sweeper), one per period across the fleet; Celery beat, optional,
+# may ask for it too, from any number of processes.
 CELERY_BEAT_SCHEDULE = {
     "sweep": {"task": "planner_ui.tasks.sweep", "schedule": AGENTSITE_SWEEP_S},
 }
