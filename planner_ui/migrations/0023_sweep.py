@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('planner_ui', '0021_model_call_tool_mode'),
+        ('planner_ui', '0022_run_outcome'),
     ]
 
     operations = [
