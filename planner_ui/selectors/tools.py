@@ -50,3 +50,20 @@ def tools_for_step(run: Run, granted: Iterable[str]) -> Mapping[str, Tool]:
     if all(name in REGISTRY for name in granted):
         return REGISTRY
     return tools_for_run(run)
+
+
+def tool_for_approval(run: Run, name: str) -> Tool | None:
+    """The tool a call of `run` waiting for a person named, to check edited arguments against:
+    the offered one, or else a pinned MCP tool held for review since the call was made (its
+    pinned schema is still what the model was given). None if its server is gone."""
+    offered = tools_for_run(run).get(name)
+    if offered is not None:
+        return offered
+    for server in mcp_servers_for_user(run.owner):
+        endpoint = endpoint_of(server)
+        for pinned in server.tools.all():
+            info = McpToolInfo(pinned.name, pinned.description, pinned.input_schema)
+            tool = McpTool(endpoint, info, Effect(pinned.effect))
+            if tool.name == name:
+                return tool
+    return None

@@ -18,8 +18,8 @@ from django.utils import timezone
 from planner_ui.core.bounds import JsonRefused, loads_bounded
 from planner_ui.core.errors import AgentError, ToolError
 from planner_ui.models import Approval
-from planner_ui.selectors.tools import tools_for_run
-from planner_ui.tools import Tool, get_tool
+from planner_ui.selectors.tools import tool_for_approval
+from planner_ui.tools import Tool
 
 from .events import event_append, owner_notify
 from .scheduler import step_resume
@@ -112,7 +112,12 @@ def approval_decide(
         )
     arguments = None
     if approve and arguments_json is not None and arguments_json.strip():
-        tool = tools_for_run(approval.run).get(approval.tool) or get_tool(approval.tool)
+        tool = tool_for_approval(approval.run, approval.tool)
+        if tool is None:
+            raise ArgumentsRefused(
+                f"'{approval.tool}' is no longer a tool of yours (its server was removed), so "
+                "its arguments cannot be checked: approve the call as it is, or reject it."
+            )
         arguments = _edited_arguments(tool, arguments_json)
     reason = reason.strip()[:2000]
     with transaction.atomic():

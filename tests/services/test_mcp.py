@@ -17,7 +17,7 @@ from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Approval, McpServerTool
 from planner_ui.providers.scripted import script
 from planner_ui.selectors.tools import tools_for_user
-from planner_ui.services.approvals import approval_decide
+from planner_ui.services.approvals import ApprovalRefused, approval_decide
 from planner_ui.services.mcp import (
     McpRefused,
     mcp_server_check,
@@ -229,3 +229,29 @@ def test_a_crashed_server_fails_the_step_with_its_reason(server, make_user):
     assert step.status == StepStatus.FAILED
     assert "MCP server 'fake' failed" in step.error
     assert run.status == RunStatus.FAILED
+
+
+def test_edited_arguments_of_a_held_tool_are_checked_against_its_pinned_schema(server, make_user):
+    """A tool held for review after its call waited for a person used to make an edited
+    approval fail with a KeyError (a 500 on the pages): the tool was looked up among the
+    offered ones only."""
+    registered, log = server
+    alice = make_user("alice")
+    run = a_run(
+        alice,
+        ["fake__launch"],
+        lambda s: s.tool_call("fake__launch", {"target": "rocket"}),
+        lambda s: s.text("Could not launch."),
+        lambda s: s.text("# Done"),
+    )
+    waiting = run.approvals.get()
+    registered.tools.filter(name="launch").update(state=McpServerTool.State.CHANGED)
+    with pytest.raises(ApprovalRefused, match="'target' 5 is not of type 'string'"):
+        approval_decide(user=alice, approval=waiting, approve=True, arguments_json='{"target": 5}')
+    decided = approval_decide(
+        user=alice, approval=waiting, approve=True, arguments_json='{"target": "moon"}'
+    )
+    assert decided.state == Approval.State.APPROVED
+    assert decided.approved_arguments == {"target": "moon"}
+    run = drive(run)
+    assert log.read_text() == ""  # held: not called, approved or not
