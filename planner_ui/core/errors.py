@@ -27,6 +27,18 @@ class ToolError(AgentError):
     """A tool refused its arguments or failed; the message goes back to the model as data."""
 
 
+class ArgumentsInvalid(ToolError):
+    """A tool refused its arguments; `problems` maps each wrong argument's path ("to",
+    "items.0"; "" for the arguments as a whole) to why, so a form can show it at its field."""
+
+    def __init__(self, message: str, problems: dict[str, str]) -> None:
+        self.problems = problems
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple:
+        return (type(self), (str(self), self.problems))
+
+
 class ToolNotGranted(ToolError):
     """The model asked for a tool its step was not granted."""
 

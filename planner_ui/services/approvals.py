@@ -8,23 +8,32 @@ happened instead.
 
 from __future__ import annotations
 
+import ipaddress
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from planner_ui.core.approval_form import arguments_from_form, form_fields
 from planner_ui.core.bounds import JsonRefused, loads_bounded
-from planner_ui.core.errors import AgentError, ToolError
+from planner_ui.core.errors import AgentError, ArgumentsInvalid, ToolError
+from planner_ui.core.hosts import url_endpoint
 from planner_ui.models import Approval
 from planner_ui.selectors.tools import tool_for_approval
 from planner_ui.tools import Tool
+from planner_ui.tools.netpolicy import check_url
 
 from .events import event_append, owner_notify
 from .scheduler import step_resume
 
 MAX_ARGUMENTS_CHARS = 20_000
+# Arguments edited field by field: a model may send a 20,000-character email body, and a
+# person who corrects one word in it must be able to send it back.
+MAX_FORM_ARGUMENTS_CHARS = 100_000
 
 
 class ApprovalRefused(AgentError):
@@ -33,7 +42,12 @@ class ApprovalRefused(AgentError):
 
 class ArgumentsRefused(ApprovalRefused):
     """The edited arguments of an approval were refused (too long, not JSON, or not what the
-    tool takes); nothing was decided."""
+    tool takes); nothing was decided. `problems` maps an argument's name to what is wrong with
+    it, for a form to show at its field."""
+
+    def __init__(self, message: str, problems: Mapping[str, str] | None = None) -> None:
+        self.problems = dict(problems or {})
+        super().__init__(message)
 
 
 def approval_find(run_id: int, step_id: str, call_key: str) -> Approval | None:
@@ -90,10 +104,15 @@ def approval_decide(
     approval: Approval,
     approve: bool,
     arguments_json: str | None = None,
+    fields: Mapping[str, str] | None = None,
     reason: str = "",
     resolution: str = "",
 ) -> Approval:
     """Approve (optionally with edited arguments) or reject a pending call of the user's run.
+
+    Edited arguments come as JSON text (`arguments_json`), or as the fields of the approval's
+    form (`fields`, as posted: core.approval_form); either way they are checked as the model's
+    were, by the tool, before anything is decided.
 
     `approval` is the row the caller fetched for this user (selectors.approvals
     approval_get_for_user); the decision itself is a conditional UPDATE from pending."""
@@ -111,14 +130,19 @@ def approval_decide(
             "Only a call whose outcome is unknown is resolved; approve or reject."
         )
     arguments = None
-    if approve and arguments_json is not None and arguments_json.strip():
+    edited = fields is not None or (arguments_json is not None and arguments_json.strip())
+    if approve and edited:
         tool = tool_for_approval(approval.run, approval.tool)
         if tool is None:
             raise ArgumentsRefused(
                 f"'{approval.tool}' is no longer a tool of yours (its server was removed), so "
                 "its arguments cannot be checked: approve the call as it is, or reject it."
             )
-        arguments = _edited_arguments(tool, arguments_json)
+        if fields is not None:
+            arguments = _form_arguments(tool, approval.arguments, fields)
+        else:
+            arguments = _json_arguments(arguments_json or "")
+        _check_edited(tool, approval.arguments, arguments)
     reason = reason.strip()[:2000]
     with transaction.atomic():
         decided = Approval.objects.filter(pk=approval.pk, state=Approval.State.PENDING).update(
@@ -152,23 +176,74 @@ def approval_decide(
     return approval
 
 
-def _edited_arguments(tool: Tool, text: str) -> dict[str, Any]:
+def _json_arguments(text: str) -> Any:
     if len(text) > MAX_ARGUMENTS_CHARS:
         raise ArgumentsRefused(
             f"The edited arguments are {len(text)} characters long; at most "
             f"{MAX_ARGUMENTS_CHARS} are allowed."
         )
     try:
-        arguments = loads_bounded(text)
+        return loads_bounded(text)
     except JsonRefused as exc:
         raise ArgumentsRefused(f"The edited arguments were refused: {exc}.") from exc
     except json.JSONDecodeError as exc:
         raise ArgumentsRefused(f"The edited arguments are not valid JSON: {exc}") from exc
+
+
+def _form_arguments(
+    tool: Tool, original: dict[str, Any], posted: Mapping[str, str]
+) -> dict[str, Any]:
+    fields = form_fields(tool.form_schema(), original)
+    arguments, errors = arguments_from_form(fields, original, posted)
+    if errors:
+        said = "; ".join(errors.values())
+        raise ArgumentsRefused(f"The edited arguments were refused: {said}", errors)
+    size = len(json.dumps(arguments))
+    if size > MAX_FORM_ARGUMENTS_CHARS:
+        raise ArgumentsRefused(
+            f"The edited arguments are {size} characters long as JSON; at most "
+            f"{MAX_FORM_ARGUMENTS_CHARS} are allowed."
+        )
+    return arguments
+
+
+def _check_edited(tool: Tool, original: dict[str, Any], arguments: Any) -> None:
+    """Edited arguments pass what the model's passed (the tool's schema and its own checks),
+    and a URL the person typed that names an address the network policy refuses is refused
+    now rather than when the call is made (a host name is resolved, and checked, only then:
+    no DNS lookup in a page's request)."""
     try:
         tool.parse(arguments)
+    except ArgumentsInvalid as exc:
+        problems = {path.split(".")[0]: said for path, said in reversed(exc.problems.items())}
+        raise ArgumentsRefused(f"The edited arguments were refused: {exc}", problems) from exc
     except ToolError as exc:
         raise ArgumentsRefused(f"The edited arguments were refused: {exc}") from exc
-    return arguments
+    problems: dict[str, str] = {}
+    for name in tool.url_arguments:
+        url = arguments.get(name)
+        endpoint = url_endpoint(url) if isinstance(url, str) and url != original.get(name) else None
+        if endpoint is None or not _is_address(endpoint[0]):
+            continue
+        try:
+            check_url(url, _net_allow(), tool=tool.name, resolve=lambda host, port: [host])
+        except ToolError as exc:
+            problems[name] = str(exc)
+    if problems:
+        said = "; ".join(problems.values())
+        raise ArgumentsRefused(f"The edited arguments were refused: {said}", problems)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _net_allow() -> Any:
+    return settings.AGENTSITE_TOOL_SETTINGS.get("net_allow", ())
 
 
 def _already(approval: Approval, approve: bool) -> str:

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 from planner_ui.core.effects import IRREVERSIBLE_EFFECTS, Effect
-from planner_ui.core.errors import ToolError
+from planner_ui.core.errors import ArgumentsInvalid, ToolError
 from planner_ui.core.hosts import Endpoint
 from planner_ui.core.messages import ToolSpec
 from planner_ui.core.schema_bounds import bounded
@@ -61,6 +61,8 @@ class Tool(ABC):
     # Whether a call connects to a host its arguments name: a step holding such a tool can
     # carry data out, so a revision that adds one waits for a person.
     reaches_network: ClassVar[bool] = False
+    # The arguments that are URLs this process connects to (the network policy applies).
+    url_arguments: ClassVar[tuple[str, ...]] = ()
 
     def spec(self) -> ToolSpec:
         # Bounded, so a model held to the schema by a grammar cannot run on inside an argument.
@@ -75,11 +77,18 @@ class Tool(ABC):
         try:
             return self.Input.model_validate(arguments)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"'{'.'.join(str(p) for p in e['loc']) or 'arguments'}' {e['msg'].lower()}"
-                for e in exc.errors()
-            )
-            raise ToolError(f"{self.name}: invalid arguments: {problems}") from exc
+            problems: dict[str, str] = {}
+            said = []
+            for e in exc.errors():
+                where = ".".join(str(p) for p in e["loc"])
+                said.append(f"'{where or 'arguments'}' {e['msg'].lower()}")
+                problems.setdefault(where, said[-1])
+            listed = "; ".join(said)
+            raise ArgumentsInvalid(f"{self.name}: invalid arguments: {listed}", problems) from exc
+
+    def form_schema(self) -> dict[str, Any]:
+        """The schema a person's form for this tool's arguments is made from: the model's."""
+        return self.spec().input_schema
 
     def reaches(self, arguments: Any) -> list[Endpoint]:
         """The (host, port) pairs a call with these arguments connects to, for the gate to

@@ -32,6 +32,7 @@ class FetchUrl(Tool):
     Input = FetchUrlInput
     effect = Effect.READ
     reaches_network = True
+    url_arguments = ("url",)
 
     def reaches(self, arguments: Any) -> list[Endpoint]:
         url = arguments.get("url") if isinstance(arguments, dict) else None

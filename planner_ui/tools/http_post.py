@@ -36,6 +36,7 @@ class HttpPost(Tool):
     )
     Input = HttpPostInput
     effect = Effect.SEND
+    url_arguments = ("url",)
 
     def run(self, args: HttpPostInput, ctx: ToolContext) -> str:
         max_bytes = int(ctx.settings.get("post_max_bytes", 100_000))

@@ -31,7 +31,7 @@ from typing import Any, Literal, TypeVar
 import jsonschema
 
 from planner_ui.core.effects import IRREVERSIBLE_EFFECTS, Effect
-from planner_ui.core.errors import ToolError, ToolUnavailable
+from planner_ui.core.errors import ArgumentsInvalid, ToolError, ToolUnavailable
 from planner_ui.core.messages import ToolSpec
 from planner_ui.core.prompt_contract import Block, block
 
@@ -405,14 +405,21 @@ class McpTool(Tool):
             self.name, self.description, self.schema, self.endpoint.name, self.server_text
         )
 
+    def form_schema(self) -> dict[str, Any]:
+        # The pinned schema whole: its descriptions help the person, who reads them as data.
+        return self.info.input_schema
+
     def parse(self, arguments: Any) -> dict[str, Any]:  # type: ignore[override]
         if not isinstance(arguments, dict):
             raise ToolError(f"{self.name}: arguments must be a JSON object")
         try:
             jsonschema.validate(arguments, self.info.input_schema)
         except jsonschema.ValidationError as exc:
-            where = ".".join(str(p) for p in exc.absolute_path) or "arguments"
-            raise ToolError(f"{self.name}: invalid arguments: '{where}' {exc.message}") from exc
+            path = ".".join(str(p) for p in exc.absolute_path)
+            problem = f"'{path or 'arguments'}' {exc.message}"
+            raise ArgumentsInvalid(
+                f"{self.name}: invalid arguments: {problem}", {path: problem}
+            ) from exc
         except jsonschema.SchemaError as exc:
             raise ToolError(
                 f"{self.name}: the server's schema is not valid: {exc.message}"

@@ -11,8 +11,9 @@ import pytest
 
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Approval, Run, ToolReceipt
-from planner_ui.services.approvals import ApprovalRefused, approval_decide
-from planner_ui.services.runs import RunInputError, run_approve_plan, run_cancel
+from planner_ui.core.run_options import RunOptions
+from planner_ui.services.approvals import ApprovalRefused, ArgumentsRefused, approval_decide
+from planner_ui.services.runs import RunInputError, run_approve_plan, run_cancel, run_create
 
 from .test_runs import drive, planned
 
@@ -193,3 +194,82 @@ def test_cancelling_withdraws_approvals_and_keeps_the_history(make_user, mailout
     assert mailoutbox == []
     with pytest.raises(Exception, match="already cancelled"):
         run_cancel(run.pk, alice)
+
+
+def form(arguments: dict, **typed: str) -> dict[str, str]:
+    """The fields of an approval's form as a browser posts them, with `typed` in some."""
+    return {f"arg:{name}": value for name, value in {**arguments, **typed}.items()}
+
+
+def test_approving_with_fields_edited_sends_what_they_say(make_user, mailoutbox):
+    alice = make_user()
+    run = started(alice)
+    approval = waiting_approval(run)
+    posted = form(approval.arguments, to="carol@example.com", body="Line one\r\nLine two")
+    approval_decide(user=alice, approval=approval, approve=True, fields=posted)
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert [(m.to, m.body) for m in mailoutbox] == [(["carol@example.com"], "Line one\nLine two")]
+    approval.refresh_from_db()
+    assert (
+        approval.edited and approval.approved_arguments["subject"] == approval.arguments["subject"]
+    )
+
+
+def test_fields_left_as_they_were_are_not_an_edit(make_user):
+    alice = make_user()
+    approval = waiting_approval(started(alice))
+    decided = approval_decide(
+        user=alice, approval=approval, approve=True, fields=form(approval.arguments)
+    )
+    assert not decided.edited
+
+
+def test_a_field_the_tool_refuses_is_named_and_nothing_is_decided(make_user):
+    alice = make_user()
+    approval = waiting_approval(started(alice))
+    with pytest.raises(ArgumentsRefused) as refused:
+        approval_decide(
+            user=alice, approval=approval, approve=True, fields=form(approval.arguments, to="bob")
+        )
+    assert list(refused.value.problems) == ["to"]
+    assert refused.value.problems["to"].startswith("'to' string should match pattern")
+    assert str(refused.value).startswith(
+        "The edited arguments were refused: send_email: invalid arguments: 'to' string"
+    )
+    approval.refresh_from_db()
+    assert approval.state == Approval.State.PENDING
+
+
+def a_post_waiting(user) -> Approval:
+    run = run_create(owner=user, options=RunOptions(task="Post a note"))
+    return Approval.objects.create(
+        run=run,
+        step_id="post",
+        call_key="1:post",
+        tool="http_post",
+        effect="send",
+        arguments={"url": "https://example.com/notes", "body": "{}"},
+    )
+
+
+@pytest.mark.parametrize("edit", ["fields", "json"])
+def test_an_edited_url_to_an_address_the_network_policy_refuses_is_refused_now(make_user, edit):
+    """It would be refused when the call is made: the person learns it while deciding."""
+    alice = make_user()
+    approval = a_post_waiting(alice)
+    metadata = {**approval.arguments, "url": "http://169.254.169.254/latest/meta-data"}
+    edited = (
+        {"fields": form(metadata)} if edit == "fields" else {"arguments_json": json.dumps(metadata)}
+    )
+    with pytest.raises(ArgumentsRefused) as refused:
+        approval_decide(user=alice, approval=approval, approve=True, **edited)
+    assert list(refused.value.problems) == ["url"]
+    assert "169.254.169.254 is a link-local address" in refused.value.problems["url"]
+    approval.refresh_from_db()
+    assert approval.state == Approval.State.PENDING
+    # A public address, or a name (resolved, and checked, only when the call is made), passes.
+    for url in ("http://93.184.215.14/notes", "https://notes.example.org/new"):
+        fresh = a_post_waiting(alice)
+        posted = form({**fresh.arguments, "url": url})
+        assert approval_decide(user=alice, approval=fresh, approve=True, fields=posted).edited
