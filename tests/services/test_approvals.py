@@ -9,9 +9,9 @@ import json
 
 import pytest
 
+from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Approval, Run, ToolReceipt
-from planner_ui.core.run_options import RunOptions
 from planner_ui.services.approvals import ApprovalRefused, ArgumentsRefused, approval_decide
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_cancel, run_create
 
