@@ -54,6 +54,20 @@ class FormField:
 
 
 @dataclass(frozen=True)
+class FormDraft:
+    """An edit that was refused, as the person left it, to show the form again with it:
+    `mode` is "fields" or "json", `posted` the fields' text, `raw` the JSON box's text,
+    `problems` a message per argument, `message` the whole refusal."""
+
+    approval_id: int
+    mode: str
+    posted: Mapping[str, str]
+    raw: str
+    problems: Mapping[str, str]
+    message: str
+
+
+@dataclass(frozen=True)
 class ArgumentRow:
     """One argument beside itself: as the model asked for it and as it was sent."""
 

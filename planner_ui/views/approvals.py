@@ -10,16 +10,18 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from planner_ui.core.approval_form import FIELD_PREFIX, FormDraft
 from planner_ui.core.bounds import row_id
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.models import Approval, PlanProposal
 from planner_ui.selectors.approvals import approval_get_for_user, inbox_for_user, pending_count
 from planner_ui.selectors.compare import comparison, runs_comparison
 from planner_ui.selectors.runs import run_get_for_user
-from planner_ui.services.approvals import ApprovalRefused, approval_decide
+from planner_ui.services.approvals import ApprovalRefused, ArgumentsRefused, approval_decide
 from planner_ui.services.baselines import baseline_create
 from planner_ui.services.replans import replan_accept, replan_discard
 from planner_ui.services.runs import run_cancel, run_pause, run_resume
+from planner_ui.templatetags.approval_forms import DRAFT_ATTRIBUTE
 
 from .runs import render_run, run_action
 
@@ -35,15 +37,32 @@ def approval_decide_view(request: HttpRequest, approval_id: int) -> HttpResponse
     resolutions = Approval.Resolution.values
     if decision not in ("approve", "reject", *resolutions):
         return _answer(request, approval, error="Choose approve or reject.", status=400)
+    # The form sends its fields and its raw JSON box both; the person's choice says which is
+    # meant. A post without the choice (older pages, scripts) sends JSON, as it always did.
+    mode = "fields" if request.POST.get("edit_mode") == "fields" else "json"
+    posted = {k: v for k, v in request.POST.items() if k.startswith(FIELD_PREFIX)}
     try:
         approval = approval_decide(
             user=request.user,
             approval=approval,
             approve=decision == "approve",
-            arguments_json=request.POST.get("arguments"),
+            arguments_json=request.POST.get("arguments") if mode == "json" else None,
+            fields=posted if mode == "fields" else None,
             reason=request.POST.get("reason", ""),
             resolution=decision if decision in resolutions else "",
         )
+    except ArgumentsRefused as exc:
+        # The card is shown again as the person left it, the refusal at the field it names.
+        draft = FormDraft(
+            approval_id=approval.pk,
+            mode=mode,
+            posted=posted,
+            raw=request.POST.get("arguments", ""),
+            problems=exc.problems,
+            message=str(exc),
+        )
+        setattr(request, DRAFT_ATTRIBUTE, draft)
+        return _answer(request, approval, error=str(exc), status=400)
     except ApprovalRefused as exc:
         return _answer(request, approval, error=str(exc), status=409)
     return _answer(request, approval, notice=_decided(approval))
@@ -71,6 +90,12 @@ def _answer(
             return _inbox(request, fragment=True, notice=notice, error=error, status=status)
         run = run_get_for_user(request.user, approval.run_id)
         return render_run(request, run, fragment=True, notice=notice, error=error, status=status)
+    if hasattr(request, DRAFT_ATTRIBUTE):
+        # Without htmx too, a refused edit is shown again, not dropped by a redirect.
+        if from_inbox:
+            return _inbox(request, fragment=False, error=error, status=status)
+        run = run_get_for_user(request.user, approval.run_id)
+        return render_run(request, run, error=error, status=status)
     if error:
         messages.error(request, error)
     else:

@@ -8,6 +8,7 @@ import json
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 from planner_ui.core.status import RunStatus
 from planner_ui.models import Approval, Run
@@ -162,3 +163,96 @@ def test_a_re_plan_waiting_for_review_is_shown_and_accepted_from_the_page(
         HTTP_HX_REQUEST="true",
     )
     assert again.status_code == 409
+
+
+def fields_of(approval: Approval, **typed: str) -> dict[str, str]:
+    """What the approve form posts in fields mode, with `typed` in some fields."""
+    values = {**approval.arguments, **typed}
+    return {"edit_mode": "fields", **{f"arg:{name}": value for name, value in values.items()}}
+
+
+def card(page: str, approval: Approval) -> str:
+    start = page.index(f'id="approval-{approval.pk}"')
+    return page[start : page.index("</li>", start)]
+
+
+def test_the_card_shows_the_arguments_as_text_and_a_field_for_each(client_alice, waiting):
+    page = client_alice.get(reverse("run_detail", args=[waiting.run_id])).content.decode()
+    shown = card(page, waiting)
+    body = waiting.arguments["body"]
+    readable = shown[shown.index('<dl class="approval-args">') : shown.index("</dl>")]
+    assert "\n" in body and "\\n" not in readable  # line breaks, not JSON escapes
+    assert f'<dd class="arg-value">{body}</dd>' in shown.replace("&#x27;", "'")
+    assert 'name="arg:to" value="bob@example.com"' in shown
+    assert 'name="arg:subject"' in shown and 'name="arg:body"' in shown
+    assert 'value="fields" class="mode-fields" checked' in shown
+    assert f'id="approve-form-{waiting.pk}" hx-preserve="true"' in shown
+
+
+@pytest.mark.parametrize("where", ["run", "inbox"])
+def test_a_refused_field_comes_back_as_typed_with_its_message(client_alice, waiting, where):
+    response = decide(
+        client_alice,
+        waiting,
+        decision="approve",
+        **fields_of(waiting, to="carol at example.com", subject="Kept as typed"),
+        **{"from": where},
+    )
+    assert response.status_code == 400
+    shown = card(response.content.decode(), waiting)
+    assert 'name="arg:to" value="carol at example.com"' in shown
+    assert 'name="arg:subject" value="Kept as typed"' in shown
+    assert 'class="arg-field invalid" data-argument="to"' in shown
+    assert (
+        f'<p class="field-error" id="arg-{waiting.pk}-1-error">&#x27;to&#x27; string should match'
+        in shown
+    )
+    assert '<details class="edit-args" open>' in shown
+    assert "hx-preserve" not in shown  # this time the refused form replaces the one on the page
+    waiting.refresh_from_db()
+    assert waiting.state == Approval.State.PENDING
+
+
+def test_a_refused_raw_json_edit_comes_back_as_typed(client_alice, waiting):
+    typed = '{"to": "bob@example.com", "subject": "Hi",'
+    response = decide(
+        client_alice,
+        waiting,
+        decision="approve",
+        edit_mode="json",
+        arguments=typed,
+        **{"from": "run"},
+    )
+    assert response.status_code == 400
+    shown = card(response.content.decode(), waiting)
+    assert 'value="json" class="mode-json" checked' in shown
+    assert f'name="arguments" rows="6" class="mono">\n{escape(typed)}</textarea>' in shown
+    assert "The edited arguments are not valid JSON" in shown
+
+
+def test_without_htmx_a_refused_edit_is_shown_again_not_lost_in_a_redirect(client_alice, waiting):
+    response = client_alice.post(
+        reverse("approval_decide", args=[waiting.pk]),
+        {"decision": "approve", "from": "inbox", **fields_of(waiting, to="nobody")},
+    )
+    assert response.status_code == 400
+    shown = card(response.content.decode(), waiting)
+    assert 'name="arg:to" value="nobody"' in shown and "field-error" in shown
+
+
+def test_after_an_edit_the_decision_shows_asked_and_sent_side_by_side(client_alice, waiting):
+    response = decide(
+        client_alice,
+        waiting,
+        decision="approve",
+        **fields_of(waiting, to="carol@example.com"),
+        **{"from": "run"},
+    )
+    assert response.status_code == 200
+    shown = card(response.content.decode(), waiting)
+    assert "Approved send_email with edited arguments." in response.content.decode()
+    assert '<tr class="arg-row arg-changed" data-argument="to">' in shown
+    assert '<td class="arg-asked"><div class="arg-value">bob@example.com</div></td>' in shown
+    assert '<td class="arg-sent"><div class="arg-value">carol@example.com</div></td>' in shown
+    assert '<tr class="arg-row arg-same" data-argument="subject">' in shown
+    assert "Approved by alice" in shown and "with the edits above" in shown
