@@ -115,7 +115,8 @@ def daphne_url(django_db_setup: Any, django_db_blocker: Any, redis_url: str) -> 
     """A real Daphne process serving the app on the test database; returns its base URL."""
     port = embedded.free_port()
     with django_db_blocker.unblock():
-        env = child_env()
+        # As the workers: a person's edited URL is checked against it while deciding.
+        env = child_env(AGENTSITE_TOOL_NET_ALLOW="127.0.0.1")
     proc = embedded.start_daphne(env=env, port=port, log_path=settings.VAR_DIR / "daphne-test.log")
     url = f"http://127.0.0.1:{port}"
     try:

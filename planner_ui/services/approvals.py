@@ -13,7 +13,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -28,6 +27,7 @@ from planner_ui.tools import Tool
 from planner_ui.tools.netpolicy import check_url
 
 from .events import event_append, owner_notify
+from .mcp import net_allow
 from .scheduler import step_resume
 
 MAX_ARGUMENTS_CHARS = 20_000
@@ -226,7 +226,7 @@ def _check_edited(tool: Tool, original: dict[str, Any], arguments: Any) -> None:
         if endpoint is None or not _is_address(endpoint[0]):
             continue
         try:
-            check_url(url, _net_allow(), tool=tool.name, resolve=lambda host, port: [host])
+            check_url(url, net_allow(), tool=tool.name, resolve=lambda host, port: [host])
         except ToolError as exc:
             problems[name] = str(exc)
     if problems:
@@ -240,10 +240,6 @@ def _is_address(host: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _net_allow() -> Any:
-    return settings.AGENTSITE_TOOL_SETTINGS.get("net_allow", ())
 
 
 def _already(approval: Approval, approve: bool) -> str:

@@ -267,3 +267,124 @@ def wait_until(page, condition, what: str, timeout_s: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
         page.wait_for_timeout(50)
+
+
+def test_an_email_edited_through_its_fields_keeps_a_mistake_to_correct_then_shows_both(
+    page, daphne_url, celery_worker_process, make_user
+):
+    """The email is shown as text with its fields to edit; a wrong address comes back as it was
+    typed, with the message at its field; corrected, the call is sent as edited, and the card
+    sets what the model asked for beside what was sent."""
+    make_user("alice", "pw-for-tests-1")
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    submit_task(page, "Write a two-line status note and email it to bob@example.com")
+    page.click("#approve-plan")
+    pending = page.locator("#approvals-pending .approval")
+    expect(pending).to_have_count(1, timeout=30_000)
+    approval = Approval.objects.get()
+    email = page.locator(f"#approval-{approval.pk}")
+    # The body reads as text, its line breaks as line breaks.
+    body = email.locator('.arg-item:has(dt:text-is("body")) dd')
+    expect(body).to_have_text(approval.arguments["body"])
+    assert "\\n" not in body.inner_text()
+
+    email.locator(".edit-args summary").click()
+    to = email.get_by_label("to")
+    subject = email.get_by_label("subject")
+    expect(to).to_have_value("bob@example.com")
+    to.fill("carol at example.com")
+    subject.fill("Status, for Carol")
+    email.locator(".approve-call").click()
+
+    # Refused: nothing decided, the typed text kept, the message at the field it names.
+    email = page.locator(f"#approval-{approval.pk}")
+    error = email.locator('.arg-field[data-argument="to"] .field-error')
+    expect(error).to_contain_text("'to' string should match pattern")
+    expect(email.get_by_label("to")).to_have_value("carol at example.com")
+    expect(email.get_by_label("to")).to_have_attribute("aria-invalid", "true")
+    expect(email.get_by_label("subject")).to_have_value("Status, for Carol")
+    expect(email.locator(".edit-args")).to_have_attribute("open", "")
+    expect(page.locator("#approvals-badge")).to_have_text("1")
+    assert Approval.objects.get().state == Approval.State.PENDING
+
+    email.get_by_label("to").fill("carol@example.com")
+    email.locator(".approve-call").click()
+    expect(page.locator("#plan-notice")).to_contain_text(
+        "Approved send_email with edited arguments."
+    )
+    expect(page.locator("#run-status")).to_have_text("succeeded", timeout=60_000)
+
+    # Asked for and sent, side by side, what changed marked.
+    decided = page.locator(f"#approvals-decided #approval-{approval.pk}")
+    compare = decided.locator(".arg-compare")
+    expect(compare.locator("thead")).to_contain_text("The model asked for")
+    changed = compare.locator('tr[data-argument="to"]')
+    expect(changed).to_have_class("arg-row arg-changed")
+    expect(changed.locator(".change-mark")).to_have_text("changed")
+    expect(changed.locator(".arg-asked")).to_have_text("bob@example.com")
+    expect(changed.locator(".arg-sent")).to_have_text("carol@example.com")
+    expect(compare.locator('tr[data-argument="subject"] .arg-sent')).to_have_text(
+        "Status, for Carol"
+    )
+    expect(compare.locator('tr[data-argument="body"]')).to_have_class("arg-row arg-same")
+    receipt = Run.objects.get().receipts.get()
+    assert receipt.arguments["to"] == "carol@example.com"
+    assert receipt.result.startswith("sent email to carol@example.com")
+    assert page.js_errors == []
+
+
+def test_in_the_inbox_a_post_edited_to_a_refused_address_keeps_the_edit_through_a_refresh(
+    page, daphne_url, celery_worker_process, make_user
+):
+    """In the inbox, a URL the network policy refuses is refused at its field with the typed
+    text kept; a live refresh of the list while the person corrects it keeps the form as they
+    left it; the corrected post is made once, at the corrected URL."""
+    alice = make_user("alice", "pw-for-tests-1")
+    with Receiver() as receiver:
+        login(page, daphne_url, "alice", "pw-for-tests-1")
+        submit_task(page, f"Post a note about tea to {receiver.url}/tea")
+        page.click("#approve-plan")
+        expect(page.locator("#approvals-badge")).to_have_text("1", timeout=30_000)
+        run = Run.objects.get()
+        approval = Approval.objects.get(run=run)
+        page.click("#approvals-link")
+        post = page.locator(f"#inbox-pending #approval-{approval.pk}")
+        post.locator(".edit-args summary").click()
+        url = post.get_by_label("url")
+        expect(url).to_have_value(f"{receiver.url}/tea")
+        url.fill("http://169.254.169.254/latest/meta-data")
+        post.locator(".approve-call").click()
+
+        post = page.locator(f"#inbox-pending #approval-{approval.pk}")
+        error = post.locator('.arg-field[data-argument="url"] .field-error')
+        expect(error).to_contain_text("169.254.169.254 is a link-local address")
+        expect(post.get_by_label("url")).to_have_value("http://169.254.169.254/latest/meta-data")
+        expect(page.locator("#inbox-list > .error")).to_contain_text("were refused")
+
+        # Another request arrives while the person corrects the URL: the list is refreshed.
+        post.get_by_label("url").fill(f"{receiver.url}/tea-corrected")
+        other = Approval.objects.create(
+            run=run,
+            step_id="other",
+            call_key="1:other",
+            tool="send_email",
+            effect="send",
+            arguments={"to": "x@example.com", "subject": "s", "body": "b"},
+        )
+        user_broadcast(alice.pk, {"type": "approvals.changed"})
+        expect(page.locator(f"#inbox-pending #approval-{other.pk}")).to_be_visible()
+        expect(post.get_by_label("url")).to_have_value(f"{receiver.url}/tea-corrected")
+        expect(post.locator(".edit-args")).to_have_attribute("open", "")
+
+        post.locator(".approve-call").click()
+        expect(page.locator("#inbox-list > .notice")).to_contain_text(
+            "Approved http_post with edited arguments."
+        )
+        decided = page.locator(f"#inbox-decided #approval-{approval.pk}")
+        changed = decided.locator('.arg-compare tr[data-argument="url"]')
+        expect(changed.locator(".arg-asked")).to_have_text(f"{receiver.url}/tea")
+        expect(changed.locator(".arg-sent")).to_have_text(f"{receiver.url}/tea-corrected")
+        Approval.objects.filter(pk=other.pk).update(state=Approval.State.WITHDRAWN)
+        wait_until(page, lambda: receiver.count, "the corrected post")
+        assert [r["path"] for r in receiver.received] == ["/tea-corrected"]
+    assert page.js_errors == []
