@@ -75,7 +75,7 @@ class Tool(ABC):
         if not isinstance(arguments, dict):
             raise ToolError(f"{self.name}: arguments must be a JSON object")
         try:
-            return self.Input.model_validate(arguments)
+            parsed = self.Input.model_validate(arguments)
         except ValidationError as exc:
             problems: dict[str, str] = {}
             said = []
@@ -85,6 +85,12 @@ class Tool(ABC):
                 problems.setdefault(where, said[-1])
             listed = "; ".join(said)
             raise ArgumentsInvalid(f"{self.name}: invalid arguments: {listed}", problems) from exc
+        self.check(parsed)
+        return parsed
+
+    def check(self, args: Any) -> None:  # noqa: B027  most tools have nothing to add
+        """What the tool refuses in arguments its schema lets through (ArgumentsInvalid, naming
+        the argument): checked with the schema, before a person is asked and before a call."""
 
     def form_schema(self) -> dict[str, Any]:
         """The schema a person's form for this tool's arguments is made from: the model's."""

@@ -8,7 +8,7 @@ import json
 from pydantic import BaseModel, Field
 
 from planner_ui.core.effects import Effect
-from planner_ui.core.errors import ToolError
+from planner_ui.core.errors import ArgumentsInvalid, ToolError
 
 from .base import Tool, ToolContext
 from .netpolicy import check_url
@@ -38,18 +38,21 @@ class HttpPost(Tool):
     effect = Effect.SEND
     url_arguments = ("url",)
 
-    def run(self, args: HttpPostInput, ctx: ToolContext) -> str:
-        max_bytes = int(ctx.settings.get("post_max_bytes", 100_000))
-        timeout = float(ctx.settings.get("post_timeout_s", 10.0))
-        max_answer_bytes = int(ctx.settings.get("fetch_max_bytes", 200_000))
+    def check(self, args: HttpPostInput) -> None:
         if is_json(args.content_type):
             try:
                 json.loads(args.body)
             except ValueError as exc:
-                raise ToolError(
+                said = (
                     f"http_post: the body is not valid JSON ({exc}); send JSON, or set "
                     "content_type to what the body is"
-                ) from exc
+                )
+                raise ArgumentsInvalid(said, {"body": said}) from exc
+
+    def run(self, args: HttpPostInput, ctx: ToolContext) -> str:
+        max_bytes = int(ctx.settings.get("post_max_bytes", 100_000))
+        timeout = float(ctx.settings.get("post_timeout_s", 10.0))
+        max_answer_bytes = int(ctx.settings.get("fetch_max_bytes", 200_000))
         data = args.body.encode("utf-8")
         if len(data) > max_bytes:
             raise ToolError(f"http_post: the body is {len(data)} bytes, over the {max_bytes} limit")

@@ -273,3 +273,14 @@ def test_an_edited_url_to_an_address_the_network_policy_refuses_is_refused_now(m
         fresh = a_post_waiting(alice)
         posted = form({**fresh.arguments, "url": url})
         assert approval_decide(user=alice, approval=fresh, approve=True, fields=posted).edited
+
+
+def test_an_edited_body_that_is_not_json_is_refused_at_the_body(make_user):
+    alice = make_user()
+    approval = a_post_waiting(alice)
+    with pytest.raises(ArgumentsRefused) as refused:
+        approval_decide(
+            user=alice, approval=approval, approve=True, fields=form(approval.arguments, body="{x")
+        )
+    assert list(refused.value.problems) == ["body"]
+    assert "the body is not valid JSON" in refused.value.problems["body"]

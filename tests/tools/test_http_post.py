@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from planner_ui.core.effects import Effect
-from planner_ui.core.errors import ToolError
+from planner_ui.core.errors import ArgumentsInvalid, ToolError
 from planner_ui.tools import ToolContext
 from planner_ui.tools.http_post import HttpPost
 
@@ -141,6 +141,16 @@ def test_a_json_content_type_needs_a_json_body(server_url: str, content_type: st
         "quotes: line 1 column 2 (char 1)); send JSON, or set content_type to what the body is"
     )
     assert Handler.received == []
+
+
+def test_a_body_that_is_not_json_is_refused_with_the_schema_naming_the_body() -> None:
+    """Before a person is asked to approve it (or approves an edit that broke it)."""
+    arguments = {"url": "https://example.com/orders", "body": "{oops"}
+    with pytest.raises(ArgumentsInvalid) as refused:
+        HttpPost().parse(arguments)
+    assert list(refused.value.problems) == ["body"]
+    assert str(refused.value).startswith("http_post: the body is not valid JSON")
+    HttpPost().parse({**arguments, "content_type": "text/plain"})
 
 
 def test_a_body_over_post_max_bytes_is_refused_before_sending(server_url: str) -> None:
