@@ -11,8 +11,10 @@ from planner_ui.core.approval_form import (
     readable,
     with_errors,
 )
+from planner_ui.tools import registry
 from planner_ui.tools.email import SendEmail
 from planner_ui.tools.http_post import HttpPost
+from planner_ui.tools.sandbox import CommandMode, Commands, Unconfined
 
 EMAIL = {"to": "bob@example.com", "subject": "Status", "body": "Line one.\nLine two."}
 
@@ -209,3 +211,46 @@ def test_values_read_as_text_not_as_escaped_json():
     assert readable(["a", "b"]) == "a\nb"
     assert readable({"k": 1}) == '{\n  "k": 1\n}'
     assert readable(3) == "3"
+
+
+GATED_CALLS = {
+    "send_email": EMAIL,
+    "http_post": {"url": "https://example.com/a", "body": "{}", "content_type": "text/plain"},
+    "delete_file": {"path": "notes/old.md"},
+    "fetch_url": {"url": "https://example.com/page?q=1"},
+    "shell": {"command": "ls -la\nwc -l notes.md"},
+    "python": {"code": "print(1)\nprint(2)\n"},
+}
+
+
+def gated_tools() -> dict:
+    """Every built-in tool a call of which can wait for a person: irreversible ones, a read
+    from a host the run does not allow, and the command tools (outside a sandbox)."""
+    tools = registry(Commands(mode=CommandMode.UNSANDBOXED, confinement=Unconfined(), reason=""))
+    return {name: t for name, t in tools.items() if t.irreversible or t.reaches_network}
+
+
+def test_every_tool_that_can_wait_for_a_person_has_a_field_per_argument():
+    tools = gated_tools()
+    assert set(tools) == set(GATED_CALLS)
+    kinds = {
+        name: [(f.name, f.kind, f.code) for f in form_fields(t.form_schema(), GATED_CALLS[name])]
+        for name, t in tools.items()
+    }
+    assert kinds == {
+        "send_email": [("to", "line", False), ("subject", "line", False), ("body", "text", False)],
+        "http_post": [
+            ("url", "line", False),
+            ("body", "text", False),
+            ("content_type", "line", False),
+        ],
+        "delete_file": [("path", "line", False)],
+        "fetch_url": [("url", "line", False)],
+        "shell": [("command", "text", True)],
+        "python": [("code", "text", True)],
+    }
+    for name, tool in tools.items():
+        fields = form_fields(tool.form_schema(), GATED_CALLS[name])
+        back, errors = arguments_from_form(fields, GATED_CALLS[name], posted(fields))
+        assert (back, errors) == (GATED_CALLS[name], {}), name
+        tool.parse(back)

@@ -180,7 +180,7 @@ def test_the_card_shows_the_arguments_as_text_and_a_field_for_each(client_alice,
     page = client_alice.get(reverse("run_detail", args=[waiting.run_id])).content.decode()
     shown = card(page, waiting)
     body = waiting.arguments["body"]
-    readable = shown[shown.index('<dl class="approval-args">') : shown.index("</dl>")]
+    readable = shown[shown.index('<dl class="approval-args"') : shown.index("</dl>")]
     assert "\n" in body and "\\n" not in readable  # line breaks, not JSON escapes
     assert f'<dd class="arg-value">{body}</dd>' in shown.replace("&#x27;", "'")
     assert 'name="arg:to" value="bob@example.com"' in shown
