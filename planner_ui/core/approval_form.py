@@ -267,6 +267,9 @@ def _text(raw: str) -> str:
 
 def _read(field: FormField, text: str) -> Any:
     name = field.name
+    if "\x00" in text:
+        # As for a person's JSON (core.bounds): no store keeps one, and no argument needs one.
+        raise ValueError(f"'{name}' may not contain NUL (\\u0000) characters.")
     if field.kind in ("line", "text"):
         return text
     if field.kind == "integer":

@@ -173,6 +173,8 @@ def test_each_field_that_cannot_be_read_gets_its_own_message():
     assert errors == {"count": "'count' must be a whole number, not '1.5'."}
     _, errors = arguments_from_form(fields, original, posted(fields, ratio="nan"))
     assert errors == {"ratio": "'ratio' must be a finite number."}
+    _, errors = arguments_from_form(fields, original, posted(fields, target="a\x00b"))
+    assert errors == {"target": "'target' may not contain NUL (\\u0000) characters."}
 
 
 def test_the_form_is_shown_again_as_the_person_left_it_with_the_messages():
