@@ -62,7 +62,7 @@ def approval_decide_view(request: HttpRequest, approval_id: int) -> HttpResponse
             message=str(exc),
         )
         setattr(request, DRAFT_ATTRIBUTE, draft)
-        return _answer(request, approval, error=str(exc), status=400)
+        return _answer(request, approval, error=str(exc), status=409)
     except ApprovalRefused as exc:
         return _answer(request, approval, error=str(exc), status=409)
     return _answer(request, approval, notice=_decided(approval))

@@ -198,7 +198,7 @@ def test_a_refused_field_comes_back_as_typed_with_its_message(client_alice, wait
         **fields_of(waiting, to="carol at example.com", subject="Kept as typed"),
         **{"from": where},
     )
-    assert response.status_code == 400
+    assert response.status_code == 409
     shown = card(response.content.decode(), waiting)
     assert 'name="arg:to" value="carol at example.com"' in shown
     assert 'name="arg:subject" value="Kept as typed"' in shown
@@ -223,7 +223,7 @@ def test_a_refused_raw_json_edit_comes_back_as_typed(client_alice, waiting):
         arguments=typed,
         **{"from": "run"},
     )
-    assert response.status_code == 400
+    assert response.status_code == 409
     shown = card(response.content.decode(), waiting)
     assert 'value="json" class="mode-json" checked' in shown
     assert f'name="arguments" rows="6" class="mono">\n{escape(typed)}</textarea>' in shown
@@ -235,7 +235,7 @@ def test_without_htmx_a_refused_edit_is_shown_again_not_lost_in_a_redirect(clien
         reverse("approval_decide", args=[waiting.pk]),
         {"decision": "approve", "from": "inbox", **fields_of(waiting, to="nobody")},
     )
-    assert response.status_code == 400
+    assert response.status_code == 409
     shown = card(response.content.decode(), waiting)
     assert 'name="arg:to" value="nobody"' in shown and "field-error" in shown
 
