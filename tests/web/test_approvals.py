@@ -11,8 +11,9 @@ from django.urls import reverse
 from django.utils.html import escape
 
 from planner_ui.core.status import RunStatus
-from planner_ui.models import Approval, Run
+from planner_ui.models import Approval, McpServerTool, Run
 from planner_ui.services.runs import run_approve_plan
+from tests.services.test_mcp import a_run, admin, server  # noqa: F401  (fixtures)
 from tests.services.test_runs import drive, planned
 
 pytestmark = pytest.mark.django_db
@@ -256,3 +257,35 @@ def test_after_an_edit_the_decision_shows_asked_and_sent_side_by_side(client_ali
     assert '<td class="arg-sent"><div class="arg-value">carol@example.com</div></td>' in shown
     assert '<tr class="arg-row arg-same" data-argument="subject">' in shown
     assert "Approved by alice" in shown and "with the edits above" in shown
+
+
+def test_an_mcp_call_held_for_review_is_edited_through_its_pinned_schema(
+    client_alice,
+    alice,
+    server,  # noqa: F811  (the fixture)
+):
+    """Its form comes from the pinned schema; deciding an edit of a tool held for review
+    since the call was made used to answer 500 (KeyError)."""
+    registered, log = server
+    run = a_run(
+        alice,
+        ["fake__launch"],
+        lambda s: s.tool_call("fake__launch", {"target": "rocket"}),
+        lambda s: s.text("Could not launch."),
+        lambda s: s.text("# Done"),
+    )
+    waiting = run.approvals.get()
+    page = client_alice.get(reverse("approvals_inbox")).content.decode()
+    assert 'name="arg:target" rows="3"' in card(page, waiting)
+    registered.tools.filter(name="launch").update(state=McpServerTool.State.CHANGED)
+    response = decide(
+        client_alice,
+        waiting,
+        decision="approve",
+        **fields_of(waiting, target="moon"),
+        **{"from": "inbox"},
+    )
+    assert response.status_code == 200
+    shown = card(response.content.decode(), waiting)
+    assert '<td class="arg-sent"><div class="arg-value">moon</div></td>' in shown
+    assert log.read_text() == ""
