@@ -58,11 +58,17 @@ def approval_form(context: template.Context, approval: Approval) -> ApprovalForm
             refused=False,
             unknown_tool=tool is None,
         )
+    mode = draft.mode if fields else "json"
+    message = draft.message
+    named = {field.name for field in fields}
+    if mode == "fields" and draft.problems and set(draft.problems) <= named:
+        # Each message is at its field; the whole refusal is on top of the page.
+        message = "Nothing was decided: correct what is marked below, then approve again."
     return ApprovalForm(
         fields=with_errors(form_posted(fields, draft.posted), draft.problems),
         raw=draft.raw,
-        mode=draft.mode if fields else "json",
-        message=draft.message,
+        mode=mode,
+        message=message,
         refused=True,
         unknown_tool=tool is None,
     )
