@@ -351,6 +351,9 @@ AGENTSITE_HEARTBEAT_S = float(
 )
 AGENTSITE_SWEEP_S = float(os.environ.get("AGENTSITE_SWEEP_S", "10"))
 AGENTSITE_REQUEUE_AFTER_S = float(os.environ.get("AGENTSITE_REQUEUE_AFTER_S", "60"))
+# A task the queue refuses (Redis restarting or failing over) is sent again, with back-off, for
+# this long; after that the sweep hands it out. The run waits meanwhile; it is never failed for it.
+AGENTSITE_SEND_RETRY_S = float(os.environ.get("AGENTSITE_SEND_RETRY_S", "30"))
 # A worker that has not said it is alive for this long is not counted (the form warns, /readyz
 # fails when none is).
 AGENTSITE_WORKER_ALIVE_S = float(os.environ.get("AGENTSITE_WORKER_ALIVE_S", "30"))

@@ -41,6 +41,7 @@ class EventType(StrEnum):
     TOOL_RECEIPT = "tool.receipt"
     TOOL_UNKNOWN = "tool.unknown"
     STEP_WORKER_LOST = "step.worker_lost"
+    HANDOVER_DELAYED = "handover.delayed"
     STEP_RETRIED = "step.retried"
     STEP_REUSED = "step.reused"
     FILE_WRITTEN = "file.written"
@@ -250,6 +251,12 @@ class FileDeletedPayload(TypedDict):
     path: str
 
 
+class HandoverDelayedPayload(TypedDict):
+    task: str
+    error: str
+    retry_s: float
+
+
 PAYLOADS: dict[EventType, type] = {
     EventType.RUN_STATUS: RunStatusPayload,
     EventType.RUN_PAUSED: RunPausedPayload,
@@ -280,6 +287,7 @@ PAYLOADS: dict[EventType, type] = {
     EventType.TOOL_RECEIPT: ToolReceiptPayload,
     EventType.TOOL_UNKNOWN: ToolUnknownPayload,
     EventType.STEP_WORKER_LOST: WorkerLostPayload,
+    EventType.HANDOVER_DELAYED: HandoverDelayedPayload,
     EventType.STEP_RETRIED: StepRetriedPayload,
     EventType.STEP_REUSED: StepReusedPayload,
     EventType.FILE_WRITTEN: FileWrittenPayload,

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -32,6 +31,7 @@ from . import sql
 from .broadcast import after_commit
 from .events import event_append, events_append, owner_notify
 from .outcomes import run_outcome_set
+from .handover import send_again
 
 # --- handing work to the workers -------------------------------------------------------------
 
@@ -55,20 +55,24 @@ class TaskSend:
         )
 
 
-def _enqueue(run_id: int, task: Any, *args: Any) -> None:
+def _enqueue(run_id: int, task: Any, *args: Any, step_id: str = "") -> None:
     """Send `task(*args)` once the transaction commits, with the transaction's other tasks; if
-    the broker refuses, fail the run with a reason a person can act on instead of leaving it
-    waiting forever."""
+    the queue refuses it (Redis restarting, failing over), send it again for a while and then
+    leave it to the sweep: the run waits meanwhile, and its log says why."""
+    send = TaskSend(task, args)
 
     def refused(exc: Exception) -> None:
-        run_fail(
-            run_id,
-            f"Could not hand the work to a worker: the task queue at REDIS_URL "
-            f"({settings.REDIS_URL}) did not accept it ({exc}). Start Redis and the workers "
-            "(`make run` does both), then submit the task again.",
-        )
+        name = task.name.rsplit(".", 1)[-1]
+        retry_s = send_again(send, f"{name}{args}")
+        with transaction.atomic():
+            event_append(
+                run_id,
+                EventType.HANDOVER_DELAYED,
+                {"task": name, "error": str(exc)[:300], "retry_s": retry_s},
+                step_id=step_id,
+            )
 
-    after_commit().enqueue(TaskSend(task, args), refused)
+    after_commit().enqueue(send, refused)
 
 
 def plan_enqueue(run: Run) -> None:
@@ -128,7 +132,7 @@ def _dispatch(run: Run, ready: list[str], carry: Carry | None) -> list[str]:
         if carry.pk is not None:
             sent = ready[1:]
     for step_id in sent:
-        _enqueue(run.pk, tasks.execute_step, run.pk, step_id)
+        _enqueue(run.pk, tasks.execute_step, run.pk, step_id, step_id=step_id)
     return ready
 
 
@@ -194,7 +198,7 @@ def step_resume(run_id: int, step_id: str) -> bool:
     ):
         return False  # not waiting (the run ended, or it was resumed already)
     event_append(run_id, "step.queued", {"resumed": True}, step_id=step_id)
-    _enqueue(run_id, tasks.execute_step, run_id, step_id)
+    _enqueue(run_id, tasks.execute_step, run_id, step_id, step_id=step_id)
     return True
 
 

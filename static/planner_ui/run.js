@@ -282,6 +282,7 @@
       case "step.skipped": return "skipped: " + p.reason;
       case "step.waiting": return "waits for approval of " + p.tool;
       case "step.worker_lost": return "its worker (" + p.worker + ") stopped answering; another takes it over";
+      case "handover.delayed": return "the task queue did not take the " + p.task.replace(/_/g, " ") + " (" + p.error + "): sent again for up to " + p.retry_s + " s, then by the sweep";
       case "step.retried": return "run again by " + p.by + (p.edited ? " with an edited instruction" : "") +
         (p.again.length > 1 ? ", and the steps after it: " + p.again.slice(1).join(", ") : "");
       case "step.reused": return "output reused from run " + p.from_run + ", not run again";

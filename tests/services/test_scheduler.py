@@ -1,17 +1,24 @@
 """The scheduler: a step's end counts its dependents down and queues those left with nothing
-to wait on, in one statement; and when the task queue is unreachable, the run says so
-instead of waiting forever."""
+to wait on, in one statement; and when the task queue refuses a hand-over, the run waits for
+it, says so, and the work is handed over once the queue answers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+import redis
 from kombu import pools
 
+from agentsite import embedded
 from agentsite.celery import app
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
 from planner_ui.models import Run
+from planner_ui.services.handover import sends_pending
 from planner_ui.services.runs import run_create
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,26 +32,44 @@ def _reset_pools() -> None:
 
 
 @pytest.fixture
-def dead_broker(tmp_path):
-    """Point this process's Celery producer at a socket nothing listens on."""
+def queue_socket(tmp_path_factory) -> Iterator[Path]:
+    """Point this process's Celery producer at a socket nothing listens on (yet)."""
     original = app.conf.broker_url
+    socket = Path(tmp_path_factory.mktemp("q")) / "q.sock"
     _reset_pools()
-    app.conf.broker_url = f"redis+socket://{tmp_path / 'nothing.sock'}"
-    yield
+    app.conf.broker_url = f"redis+socket://{socket}"
+    yield socket
     _reset_pools()
     app.conf.broker_url = original
 
 
-def test_an_unreachable_queue_fails_the_run_with_a_reason(make_user, dead_broker):
+def _queued(socket: Path) -> list[bytes]:
+    client = redis.Redis(unix_socket_path=str(socket))
+    try:
+        return client.lrange("agentsite", 0, -1)
+    finally:
+        client.close()
+
+
+def test_a_refused_hand_over_waits_for_the_queue_and_says_so(make_user, queue_socket):
     run = run_create(owner=make_user(), options=RunOptions(task="Research tea"))
     run = Run.objects.get(pk=run.pk)
-    assert run.status == RunStatus.FAILED
-    assert run.error.startswith("Could not hand the work to a worker: the task queue at REDIS_URL")
-    assert "Start Redis and the workers (`make run` does both)" in run.error
-    assert run.events.filter(type="run.status", payload__status="failed").exists()
+    assert run.status == RunStatus.PLANNING  # not failed: the queue may be back in a moment
+    delayed = run.events.get(type="handover.delayed")
+    assert delayed.payload["task"] == "plan_run"
+    assert delayed.payload["retry_s"] == 30
+    assert "connecting to" in delayed.payload["error"]
+
+    redis_server = embedded.start_redis(queue_socket)
+    try:
+        messages = wait_until(lambda: _queued(queue_socket), timeout=10, what="the hand-over")
+        assert len(messages) == 1 and b"planner_ui.tasks.plan_run" in messages[0]
+        assert sends_pending() == 0
+    finally:
+        embedded.stop_processes([redis_server])
 
 
-def test_tasks_sent_together_that_the_queue_refuses_each_fail_their_own_run(make_user, dead_broker):
+def test_tasks_refused_together_each_say_so_and_arrive_together(make_user, queue_socket):
     from django.db import transaction
 
     from planner_ui.services.scheduler import plan_enqueue
@@ -57,9 +82,21 @@ def test_tasks_sent_together_that_the_queue_refuses_each_fail_their_own_run(make
         for run in runs:
             plan_enqueue(run)
     for run in runs:
-        run.refresh_from_db()
-        assert run.status == RunStatus.FAILED
-        assert run.error.startswith("Could not hand the work to a worker")
+        assert run.events.filter(type="handover.delayed").count() == 1
+    redis_server = embedded.start_redis(queue_socket)
+    try:
+        wait_until(lambda: len(_queued(queue_socket)) == 2, timeout=10, what="both hand-overs")
+    finally:
+        embedded.stop_processes([redis_server])
+
+
+def test_a_queue_away_for_longer_leaves_the_work_to_the_sweep(make_user, queue_socket, settings):
+    settings.AGENTSITE_SEND_RETRY_S = 1
+    run = run_create(owner=make_user(), options=RunOptions(task="Research tea"))
+    assert Run.objects.get(pk=run.pk).events.get(type="handover.delayed").payload["retry_s"] == 1
+    wait_until(lambda: sends_pending() == 0, timeout=10, what="the resender to give up")
+    run.refresh_from_db()
+    assert run.status == RunStatus.PLANNING  # the sweep sends its planning again
 
 
 @pytest.mark.django_db
