@@ -5,7 +5,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.signals import worker_init, worker_process_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
@@ -44,7 +44,9 @@ app = Celery("agentsite")
 app.config_from_object(DjangoSettings(), namespace="CELERY")
 app.autodiscover_tasks()
 
-from . import worker_log  # noqa: E402,F401 - one log line per task, connected on import
+from . import broker_reconnect, worker_log  # noqa: E402,F401 - worker_log connects on import
+
+broker_reconnect.install()  # a busy worker survives a Redis restart: see that module
 
 
 @worker_ready.connect
@@ -63,6 +65,24 @@ def _sweep_here(sender: object, **_: object) -> None:
     from planner_ui.services.sweeper import sweeper_start
 
     sweeper_start(getattr(sender, "hostname", "worker"))
+
+
+class _AliveOnConnect(bootsteps.StartStopStep):
+    """Says the worker is alive each time it (re)connects to the broker, not up to a beat's
+    interval later: a Redis that came back empty (no persistence) forgot it."""
+
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def start(self, parent: Any) -> None:
+        from planner_ui.services.leases import worker_alive_say
+
+        try:
+            worker_alive_say(parent.hostname)
+        except Exception:  # the beat says it again in a few seconds
+            log.warning("could not say that worker %s is alive", parent.hostname, exc_info=True)
+
+
+app.steps["consumer"].add(_AliveOnConnect)
 
 
 @worker_init.connect

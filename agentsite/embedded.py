@@ -56,8 +56,12 @@ def redis_server_binary() -> str:
     )
 
 
-def start_redis(socket_path: Path, *, log_path: Path | None = None) -> subprocess.Popen:
-    """Run redis-server on a unix socket only, keeping nothing on disk; return once it answers."""
+def start_redis(
+    socket_path: Path, *, log_path: Path | None = None, append_fsync: str = ""
+) -> subprocess.Popen:
+    """Run redis-server on a unix socket only; return once it answers. It keeps nothing on disk,
+    unless `append_fsync` ("always", "everysec") names how often its append-only file, in the
+    socket's folder, is synced: a Redis started again there has what the last one had."""
     socket_path = Path(socket_path).absolute()
     path_bytes = len(os.fsencode(str(socket_path)))
     if path_bytes > MAX_UNIX_SOCKET_PATH_BYTES:
@@ -82,7 +86,8 @@ def start_redis(socket_path: Path, *, log_path: Path | None = None) -> subproces
         "--unixsocketperm", "700",
         "--dir", str(socket_path.parent),
         "--save", "",
-        "--appendonly", "no",
+        "--appendonly", "yes" if append_fsync else "no",
+        *(["--appendfsync", append_fsync] if append_fsync else []),
         "--daemonize", "no",
     ]  # fmt: skip
     process = _spawn(command, env=None, log_path=log_path)

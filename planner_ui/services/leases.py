@@ -217,13 +217,17 @@ def seen_for(seconds: float, *name: object) -> bool:
 # --- workers' signs of life -----------------------------------------------------------------------
 
 
+def worker_alive_say(hostname: str) -> None:
+    """The worker `hostname` is alive, for AGENTSITE_WORKER_ALIVE_S from now."""
+    ttl = max(1, round(settings.AGENTSITE_WORKER_ALIVE_S))
+    redis_client().set(redis_key("worker", hostname), round(time.time()), ex=ttl)
+
+
 def worker_alive_beat(hostname: str) -> _Beat:
     """Started in each worker's main process: says every few seconds that it is alive."""
-    key = redis_key("worker", hostname)
-    ttl = max(1, round(settings.AGENTSITE_WORKER_ALIVE_S))
 
     def beat() -> bool:
-        redis_client().set(key, round(time.time()), ex=ttl)
+        worker_alive_say(hostname)
         return True
 
     beat()
