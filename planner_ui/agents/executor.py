@@ -196,20 +196,24 @@ def stop_reason_failure(stop_reason: str, text: str, who: str = "the model") -> 
 
 
 class AwaitingApproval(Exception):  # noqa: N818 - a pause, not an error
-    """Raised by a tool runner to stop before a call that needs a person's decision."""
+    """Raised by a tool runner to stop before a call that needs a person's decision: the one
+    the runner keeps under `decision_key`."""
 
-    def __init__(self, call: ToolCall) -> None:
+    def __init__(self, call: ToolCall, decision_key: str) -> None:
         super().__init__(f"{call.name} is waiting for approval")
         self.call = call
+        self.decision_key = decision_key
 
 
 class StepPaused(Exception):  # noqa: N818 - a pause, not an error
-    """The step stopped before a call that waits for approval; resume from `checkpoint`."""
+    """The step stopped before a call that waits for the decision kept under `decision_key`;
+    resume from `checkpoint`."""
 
-    def __init__(self, checkpoint: Checkpoint, call: ToolCall) -> None:
+    def __init__(self, checkpoint: Checkpoint, call: ToolCall, decision_key: str) -> None:
         super().__init__(f"paused before {call.name}")
         self.checkpoint = checkpoint
         self.call = call
+        self.decision_key = decision_key
 
 
 # Performs one granted, readable call and returns (content, is_error). It may raise
@@ -281,8 +285,8 @@ def run_step(
             else:
                 try:
                     content, is_error = perform(call, tool, state.iteration)
-                except AwaitingApproval:
-                    raise StepPaused(state, call) from None
+                except AwaitingApproval as awaiting:
+                    raise StepPaused(state, call, awaiting.decision_key) from None
             if len(content) > MAX_TOOL_RESULT_CHARS:
                 content = content[:MAX_TOOL_RESULT_CHARS] + "\n[truncated]"
             result = {"call_id": call.id, "tool": call.name, "content": content}

@@ -113,9 +113,9 @@ def _decider(run: Run, step_id: str, ctx: ToolContext, key_prefix: str) -> ToolR
         approval = approval_find(run.pk, step_id, key)
         if approval is None:
             approval_request(run.pk, step_id, key, tool, call.arguments, hosts=outside)
-            raise AwaitingApproval(call)
+            raise AwaitingApproval(call, key)
         if approval.state == Approval.State.PENDING:
-            raise AwaitingApproval(call)
+            raise AwaitingApproval(call, key)
         if approval.state == Approval.State.REJECTED:
             reason = approval.reason or "no reason given"
             return (
@@ -171,9 +171,9 @@ def _unknown_outcome(
         approval_request(
             run.pk, step_id, question, tool, receipt.arguments, kind=Approval.Kind.OUTCOME
         )
-        raise AwaitingApproval(call)
+        raise AwaitingApproval(call, question)
     if decided.state == Approval.State.PENDING:
-        raise AwaitingApproval(call)
+        raise AwaitingApproval(call, question)
     if decided.state == Approval.State.WITHDRAWN:
         raise RunStopped(f"The question was withdrawn: {decided.reason}.")
     by = decided.decided_by.get_username() if decided.decided_by else "a person"

@@ -312,8 +312,10 @@ def step_pause(run_id: int, step_id: str, paused: StepPaused, *, worker: str = "
             )
     live_text_clear(run_id, step_id)
     # Decided while this worker was still parking the step: resume it now, as the decision's
-    # own attempt to resume found it still running.
-    approval = approval_find(run_id, step_id, f"{paused.checkpoint.iteration}:{paused.call.id}")
+    # own attempt to resume found it still running. The very decision the step waits for: an
+    # earlier one of the same call (before a retry, or the approval of a call whose outcome is
+    # now the question) resumed it at once, again and again, thousands of times a minute.
+    approval = approval_find(run_id, step_id, paused.decision_key)
     if approval is not None and approval.state != Approval.State.PENDING:
         with transaction.atomic():
             step_resume(run_id, step_id)

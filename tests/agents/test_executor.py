@@ -421,7 +421,7 @@ def test_a_paused_step_resumes_from_its_checkpoint_without_asking_the_model_agai
     def run_tool(call, tool, iteration):
         assert iteration == 1
         if call.id == "c2" and not decided["c2"]:
-            raise AwaitingApproval(call)
+            raise AwaitingApproval(call, f"{iteration}:{call.id}")
         return tool.call(call.arguments, tool_ctx), False
 
     with pytest.raises(StepPaused) as paused:
@@ -433,7 +433,7 @@ def test_a_paused_step_resumes_from_its_checkpoint_without_asking_the_model_agai
             save=lambda s: saved.append(s.to_json()),
         )
     state = paused.value.checkpoint
-    assert paused.value.call == gated
+    assert (paused.value.call, paused.value.decision_key) == (gated, "1:c2")
     # The first call's result is kept; the gated one has none yet.
     assert [r.content for r in state.results] == ["1 + 1 = 2"]
     assert state.pending_calls == [gated]

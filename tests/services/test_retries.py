@@ -162,6 +162,67 @@ def test_a_retried_irreversible_call_asks_again_instead_of_reusing_the_old_appro
     assert len(set(keys)) == 2 and "retry1" in keys[1]
 
 
+def test_a_retried_step_approved_before_waits_for_a_person_again(make_user, hook):
+    """One step that only posts, under the ask policy, approved and finished; retried with the
+    steps after it, its model asks for the same call again (same reply, same call id): the step
+    waits for a new decision. It used to find the old approval, resume at once and loop hot."""
+    alice = make_user()
+    url, body = f"{hook.url}/hook", '{"status": "done"}'
+    script("posting-planner").plan(
+        {
+            "goal": "Notify",
+            "steps": [
+                {
+                    "id": "post",
+                    "title": "Post",
+                    "instruction": f"Post 'done' to {url}.",
+                    "role": "writer",
+                    "tools": ["http_post"],
+                    "depends_on": [],
+                }
+            ],
+        }
+    )
+    executor = script("posting-executor")
+    executor.tool_call("http_post", {"url": url, "body": body}).text("Posted.").text("Done.")
+    run = run_create(
+        owner=alice,
+        options=RunOptions(
+            task="Notify the hook",
+            routes={"planner": "scripted:posting-planner", "executor": "scripted:posting-executor"},
+            tool_policy="ask",
+            replan_mode="off",
+        ),
+    )
+    run_plan(run.pk)
+    run_approve_plan(run.pk)
+    run = drive(run)
+    first = Approval.objects.get(run=run, tool="http_post")
+    approval_decide(user=alice, approval=first, approve=True)
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert hook.count == 1
+
+    # The same reply again: the call's id is the same as the first time.
+    executor = script("posting-executor")
+    executor.tool_call("http_post", {"url": url, "body": body}).text("Posted again.").text("Done.")
+    retried = step_retry(run_id=run.pk, step_id="post", user=alice, downstream=True)
+    run = drive(retried)
+    post = run.steps.get(step_id="post")
+    assert post.status == StepStatus.WAITING
+    since = run.events.get(type="step.retried").seq
+    assert run.events.filter(type="step.started", seq__gt=since).count() == 1
+    second = Approval.objects.get(run=run, tool="http_post", state=Approval.State.PENDING)
+    assert second.call_key == "retry1:" + first.call_key
+    assert hook.count == 1  # nothing posted without the new decision
+
+    approval_decide(user=alice, approval=second, approve=True)
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert hook.count == 2
+    assert run.steps.get(step_id="post").output == "Posted again."
+
+
 def test_what_cannot_be_retried_says_why(make_user, hook):
     alice = make_user()
     run = finished(alice, hook)
