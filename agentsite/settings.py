@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from agentsite.file_modes import PRIVATE_FILE, private_dir, tighten
 from planner_ui.core.plan import ROLES
@@ -247,7 +248,12 @@ CHANNEL_LAYERS = {
     "default": {
         # One Redis publish per group send: the fastest fan-out to many watchers of one run.
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-        "CONFIG": {"hosts": [{"address": REDIS_URL}], "prefix": AGENTSITE_PREFIX},
+        "CONFIG": {
+            # A command on a connection that Redis closed (it restarted) connects again and is
+            # sent once more: the first WebSocket handshake after a restart used to get a 500.
+            "hosts": [{"address": REDIS_URL, "retry_on_error": [RedisConnectionError]}],
+            "prefix": AGENTSITE_PREFIX,
+        },
     }
 }
 

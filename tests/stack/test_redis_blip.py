@@ -1,15 +1,20 @@
 """Redis stops for five seconds (as `docker compose restart redis` stops it) and comes back on
 its append-only file, as `compose.yaml` runs it, while workers run steps and while runs are
-submitted: every run finishes and every worker is still there, counted alive.
+submitted: every run finishes and every worker is still there, counted alive. And the first
+WebSocket opened on a Daphne after a restart is answered.
 
 Before, the run whose hand-over the queue refused was failed for good ("Could not hand the work
-to a worker"), and each worker that held a task died as it reconnected ("Unrecoverable error:
-AttributeError ... 'hostname'", see agentsite.broker_reconnect).
+to a worker"), each worker that held a task died as it reconnected ("Unrecoverable error:
+AttributeError ... 'hostname'", see agentsite.broker_reconnect), and that first handshake got
+a 500.
 """
 
 from __future__ import annotations
 
+import base64
+import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,3 +164,48 @@ def test_a_five_second_redis_outage_loses_no_run_and_no_worker(blip, make_user):
         text = blip.logs[name].read_text()
         assert "Unrecoverable error" not in text
     assert any("Restoring" in blip.logs[name].read_text() for name in WORKERS)
+
+
+def handshake(port: int, path: str, cookie: str) -> bytes:
+    """The status line Daphne answers a WebSocket handshake with."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        key = base64.b64encode(os.urandom(16)).decode()
+        conn.sendall(
+            (
+                f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                f"Sec-WebSocket-Version: 13\r\nOrigin: http://127.0.0.1:{port}\r\n"
+                f"Cookie: {cookie}\r\n\r\n"
+            ).encode()
+        )
+        return conn.recv(4096).split(b"\r\n", 1)[0]
+
+
+def test_the_first_websocket_after_a_redis_restart_is_answered(tmp_path_factory, make_user):
+    from django.test import Client
+
+    root = Path(tmp_path_factory.mktemp("ws"))
+    sock = root / "r.sock"
+    redis_server = embedded.start_redis(sock, log_path=root / "redis.log")
+    port = embedded.free_port()
+    daphne = embedded.start_daphne(
+        env=child_env(REDIS_URL=f"unix://{sock}"), port=port, log_path=root / "daphne.log"
+    )
+    try:
+        embedded.wait_for_http(f"http://127.0.0.1:{port}/healthz", timeout=60)
+        alice = make_user("alice")
+        run = Run.objects.create(owner=alice, task="Research tea", status=RunStatus.SUCCEEDED)
+        client = Client()
+        client.force_login(alice)
+        name = settings.SESSION_COOKIE_NAME
+        cookie = f"{name}={client.cookies[name].value}"
+        path = f"/ws/runs/{run.pk}/"
+        # A page came and went: Daphne keeps its pub/sub connection, idle.
+        assert handshake(port, path, cookie) == b"HTTP/1.1 101 Switching Protocols"
+        time.sleep(0.5)
+
+        embedded.stop_processes([redis_server])
+        redis_server = embedded.start_redis(sock, log_path=root / "redis.log")
+        assert handshake(port, path, cookie) == b"HTTP/1.1 101 Switching Protocols"
+    finally:
+        embedded.stop_processes([daphne, redis_server])
