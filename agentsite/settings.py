@@ -408,7 +408,8 @@ AGENTSITE_TOOL_SETTINGS = {
     "net_allow": AGENTSITE_TOOL_NET_ALLOW,
 }
 
-# send_email: into files under var/sent_mail/ by default, through SMTP once EMAIL_HOST is set.
+# send_email: through SMTP once EMAIL_HOST is set; until then into the run's own files, under
+# sent_mail/ (services.mail), readable from every machine.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "587"))
 EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")

@@ -107,24 +107,29 @@ def workspace_sync(workspace: Workspace) -> list[str]:
                 )
                 continue
             total += found.size
-            RunFile.objects.update_or_create(
-                run_id=workspace.run_id,
-                path=path,
-                defaults={
-                    "content": found.content,
-                    "size": found.size,
-                    "sha256": found.sha256,
-                    "step_id": workspace.step_id,
-                },
-            )
+            _store(workspace.run_id, workspace.step_id, path, found.content, found.sha256)
             workspace.stored[path] = found.sha256
-            event_append(
-                workspace.run_id,
-                EventType.FILE_WRITTEN,
-                {"path": path, "size": found.size, "sha256": found.sha256},
-                step_id=workspace.step_id,
-            )
     return problems
+
+
+def run_file_write(run_id: int, step_id: str, path: str, content: bytes) -> None:
+    """Store one file of the run that a step made other than in its folder (a sent mail)."""
+    with transaction.atomic():
+        _store(run_id, step_id, path, content, hashlib.sha256(content).hexdigest())
+
+
+def _store(run_id: int, step_id: str, path: str, content: bytes, sha256: str) -> None:
+    RunFile.objects.update_or_create(
+        run_id=run_id,
+        path=path,
+        defaults={"content": content, "size": len(content), "sha256": sha256, "step_id": step_id},
+    )
+    event_append(
+        run_id,
+        EventType.FILE_WRITTEN,
+        {"path": path, "size": len(content), "sha256": sha256},
+        step_id=step_id,
+    )
 
 
 def run_file_paths(run_id: int) -> list[str]:

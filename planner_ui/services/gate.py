@@ -20,7 +20,7 @@ from planner_ui.tools import Tool, ToolContext
 from . import outbox
 from .approvals import approval_find, approval_request
 from .files import Workspace, workspace_sync
-from .mail import mail_send
+from .mail import run_mailer
 
 
 def tool_context(workspace: Workspace) -> ToolContext:
@@ -29,7 +29,7 @@ def tool_context(workspace: Workspace) -> ToolContext:
         step_id=workspace.step_id,
         workspace=workspace.path,
         settings=dict(settings.AGENTSITE_TOOL_SETTINGS),
-        mailer=mail_send,
+        mailer=run_mailer(workspace.run_id, workspace.step_id),
     )
 
 

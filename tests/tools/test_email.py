@@ -14,7 +14,7 @@ from django.core import mail
 
 from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ToolError
-from planner_ui.services.mail import mail_send
+from planner_ui.services.mail import run_mailer
 from planner_ui.tools import ToolContext
 from planner_ui.tools.email import SendEmail
 
@@ -35,7 +35,7 @@ def context(idempotency_key: str = "") -> ToolContext:
         step_id="notify",
         workspace=Path("/nonexistent"),
         idempotency_key=idempotency_key,
-        mailer=mail_send,
+        mailer=run_mailer(1, "notify"),
     )
 
 
