@@ -209,3 +209,38 @@ def test_the_first_websocket_after_a_redis_restart_is_answered(tmp_path_factory,
         assert handshake(port, path, cookie) == b"HTTP/1.1 101 Switching Protocols"
     finally:
         embedded.stop_processes([daphne, redis_server])
+
+
+def test_a_worker_is_counted_alive_as_soon_as_it_is_back_on_an_empty_redis(tmp_path_factory):
+    """A Redis without persistence comes back empty: the worker says it is alive as it
+    reconnects, not at its next beat (every AGENTSITE_WORKER_ALIVE_S / 3: here 20 s)."""
+    root = Path(tmp_path_factory.mktemp("alive"))
+    sock = root / "r.sock"
+    redis_server = embedded.start_redis(sock, log_path=root / "redis.log")
+    original = app.conf.broker_url
+    worker = embedded.start_worker(
+        env=child_env(REDIS_URL=f"unix://{sock}", AGENTSITE_WORKER_ALIVE_S="60"),
+        concurrency=1,
+        hostname="alive@%h",
+        log_path=root / "worker.log",
+    )
+    _use_broker(f"redis+socket://{sock}")
+    key = f"{settings.AGENTSITE_PREFIX}:worker:alive@"
+    try:
+        embedded.wait_for_worker("alive", timeout=60)
+        client = redis.Redis(unix_socket_path=str(sock))
+        assert client.keys(key + "*")
+        client.close()
+
+        embedded.stop_processes([redis_server])
+        redis_server = embedded.start_redis(sock, log_path=root / "redis.log")
+        embedded.wait_for_worker("alive", timeout=30)  # it answers: it has reconnected
+        client = redis.Redis(unix_socket_path=str(sock))
+        assert wait_until(lambda: client.keys(key + "*"), timeout=2, what="its sign of life")
+        client.close()
+        assert worker.poll() is None
+    finally:
+        embedded._signal(worker, signal.SIGKILL, whole_group=True)
+        worker.wait(timeout=10)
+        embedded.stop_processes([redis_server])
+        _use_broker(original)
