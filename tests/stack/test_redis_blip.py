@@ -153,6 +153,9 @@ def test_a_five_second_redis_outage_loses_no_run_and_no_worker(blip, make_user):
     wait_until(all_finished, timeout=60, what="every run to finish")
     for run in Run.objects.filter(pk__in=before + during):
         assert run.status == RunStatus.SUCCEEDED, (run.pk, run.error)
+    # The workers kept the steps they held: none was taken over or run twice.
+    assert set(Step.objects.filter(run_id__in=before).values_list("attempts", flat=True)) == {1}
+    assert not RunEvent.objects.filter(run_id__in=before, type="step.worker_lost").exists()
 
     blip.assert_workers_alive()
     for name in WORKERS:
