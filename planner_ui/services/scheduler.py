@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from planner_ui import tasks
 from planner_ui.core import dag
+from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import (
     UNFINISHED_STEP_STATUSES,
@@ -30,8 +31,8 @@ from planner_ui.models import Approval, Run, Step
 from . import sql
 from .broadcast import after_commit
 from .events import event_append, events_append, owner_notify
-from .outcomes import run_outcome_set
 from .handover import send_again
+from .outcomes import run_outcome_set
 
 # --- handing work to the workers -------------------------------------------------------------
 
