@@ -25,7 +25,11 @@ def ungranted_mentions(plan: Plan, offered: Collection[str]) -> list[str]:
     patterns = {name: _mention(name) for name in sorted(offered)}
     problems = []
     for step in plan.steps:
-        named = [n for n, p in patterns.items() if n not in step.tools and p.search(step.instruction)]
+        named = [
+            name
+            for name, pattern in patterns.items()
+            if name not in step.tools and pattern.search(step.instruction)
+        ]
         if named:
             granted = ", ".join(step.tools) or "none"
             problems.append(
