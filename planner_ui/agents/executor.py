@@ -300,9 +300,7 @@ def run_step(
                 state.results = []
                 saved()
 
-        capped = (
-            f"the step reached its cap of {max_iterations} model calls without a final answer"
-        )
+        capped = f"the step reached its cap of {max_iterations} model calls without a final answer"
         if state.iteration >= max_iterations:
             raise StepFailed(capped)
         state.iteration += 1
