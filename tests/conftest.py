@@ -20,10 +20,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Run tests with real worker processes last: once started, the session's worker would
     otherwise pick up tasks that other (transactional) tests enqueue and race with them. Of
     those, the crash tests go first: they start, kill and restart workers of their own, which
-    must not share the queue with the session's worker."""
+    must not share the queue with the session's worker. A browser test counts as one with real
+    processes whatever its marks say: Playwright's sync API leaves an event loop behind in the
+    thread, and the async tests after it would fail."""
 
     def order(item: pytest.Item) -> int:
-        if item.get_closest_marker("stack") is None:
+        if item.get_closest_marker("stack") is None and item.get_closest_marker("browser") is None:
             return 0
         return 1 if item.get_closest_marker("crash") is not None else 2
 
