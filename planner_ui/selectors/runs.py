@@ -11,7 +11,7 @@ from planner_ui.core.events import EventType
 from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.plan import Plan
 from planner_ui.core.replan import changed_steps
-from planner_ui.models import Run, RunEvent
+from planner_ui.models import Approval, Run, RunEvent
 from planner_ui.tools import Tool
 
 from .estimate import critical_step_ids
@@ -58,6 +58,14 @@ def tool_calls_by_step(
     for event in events:
         calls.setdefault(event.step_id, []).append({"type": event.type, **event.payload})
     return calls
+
+
+def approvals_by_step(run: Run, step_ids: list[str]) -> dict[str, list[Approval]]:
+    """Each step's approvals, oldest first, for its card in the side panel."""
+    by_step: dict[str, list[Approval]] = {}
+    for approval in run.approvals.filter(step_id__in=step_ids).order_by("pk"):
+        by_step.setdefault(approval.step_id, []).append(approval)
+    return by_step
 
 
 def run_graph(run: Run, tools: Mapping[str, Tool] | None = None) -> dict[str, list[dict[str, Any]]]:

@@ -56,6 +56,7 @@ from planner_ui.selectors.proposals import proposal_review
 from planner_ui.selectors.providers import provider_status
 from planner_ui.selectors.runs import (
     UNFINISHED,
+    approvals_by_step,
     run_get_for_user,
     run_graph,
     run_list_for_user,
@@ -357,6 +358,7 @@ def render_run(
         "usage": run_usage(run),
         "files": run_files(run),
         "timeline": run_timeline(run),
+        "steps_done": sum(1 for s in steps if s.status in FINISHED_STEP_STATUSES),
         **run_approvals(run),
         **_cards_context(run, steps, tools),
         "notice": notice,
@@ -397,9 +399,15 @@ def going_back(run: Run) -> bool:
     )
 
 
+# A step's output longer than this is folded in its panel until a person asks for the rest.
+OUTPUT_FOLD_LINES = 6
+OUTPUT_FOLD_CHARS = 600
+
+
 def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[str, Any]:
     """What _step_card.html needs besides its step; the cards' tool calls are set on them."""
     calls = tool_calls_by_step(run, [s.step_id for s in steps])
+    approvals = approvals_by_step(run, [s.step_id for s in steps])
     lost_before = timezone.now() - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
     editable = plan_editable(run)
     again = going_back(run)
@@ -410,6 +418,11 @@ def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[
         succeeded = {step_id for step_id, _, status in rows if status == StepStatus.SUCCEEDED}
     for step in steps:
         step.calls = calls.get(step.step_id, [])
+        step.approvals = approvals.get(step.step_id, [])
+        # Folded to a few lines in the panel, with "Show more".
+        step.output_long = (
+            step.output.count("\n") >= OUTPUT_FOLD_LINES or len(step.output) > OUTPUT_FOLD_CHARS
+        )
         step.editable = (
             editable and step.status == StepStatus.PENDING and step.role != "synthesizer"
         )

@@ -3,25 +3,40 @@
 //
 //   const graph = PlanGraph.mount(container, {nodes: [{id, title, role, tools, status, critical}],
 //                                             edges: [{source, target, critical}]}, {editable: false});
-//   graph.setStatus(stepId, status); graph.update(data); graph.fit(); graph.destroy();
+//   graph.setStatus(stepId, status); graph.update(data); graph.fit(); graph.zoomBy(1.25);
+//   graph.focusStep(stepId); graph.select(stepId); graph.destroy();
 //   graph.criticalPath();  // the ids of the critical steps, first to last
 //
 // An edge runs from the dependency (source) to the step that waits for it (target).
-// Clicking a step dispatches "plangraph:select" on the container with detail {stepId}.
+// Clicking a step, or pressing Enter on it, dispatches "plangraph:select" on the container
+// with detail {stepId, keyboard}. A node may carry extra classes (step.classes, e.g. a diff's
+// "diff-added"): they are set on the Cytoscape node and on its keyboard button alike.
+//
+// The canvas cannot take focus, so each step also has a real button laid over its box (in
+// .plan-graph-steps, beside the container): Tab reaches the steps, arrow keys move between
+// neighbours, Enter opens one, "c" starts an arrow from it and Enter on another step ends it.
 // Needs window.cytoscape and the cytoscape-dagre extension loaded first.
 (function () {
   "use strict";
 
-  // Kept in step with .legend-* in graph.css.
-  const COLORS = {
-    pending: {bg: "#eef0f3", border: "#98a2b3", text: "#344054"},
-    queued: {bg: "#e3ecff", border: "#5b8def", text: "#1d3a8a"},
-    running: {bg: "#ffefc2", border: "#d98b06", text: "#5c3d00"},
-    waiting: {bg: "#fde2f3", border: "#b0307a", text: "#5e1141"},
-    succeeded: {bg: "#dff5e7", border: "#1f9d55", text: "#0f4d2a"},
-    failed: {bg: "#fde4e4", border: "#d64545", text: "#7a1b1b"},
-    skipped: {bg: "#f7f8fa", border: "#b4bac4", text: "#8a93a3"},
-  };
+  // The step statuses; their colours are CSS custom properties in app.css (--status-<name>,
+  // --status-<name>-bg, --status-<name>-text), the one place the graph, its legend and the
+  // timeline take them from. The canvas needs plain colours: they are read at mount.
+  const STATUSES = ["pending", "queued", "running", "waiting", "succeeded", "failed", "skipped"];
+  function statusColors() {
+    const css = window.getComputedStyle(document.documentElement);
+    const read = (name, fallback) => css.getPropertyValue(name).trim() || fallback;
+    const colors = {};
+    for (const status of STATUSES) {
+      colors[status] = {
+        bg: read("--status-" + status + "-bg", "#eef0f3"),
+        border: read("--status-" + status, "#98a2b3"),
+        text: read("--status-" + status + "-text", "#344054"),
+      };
+    }
+    return colors;
+  }
+  let COLORS = statusColors();
   const SELECTED = "#3656d6";
   // The critical path (the most model calls one after another, see core/estimate.py): thick
   // violet arrows and a violet stripe down the left of each box. Kept in step with
@@ -29,6 +44,12 @@
   const CRITICAL = "#7c3aed";
   const CRITICAL_STRIPE = "data:image/svg+xml;utf8," + encodeURIComponent(
     '<svg xmlns="http://www.w3.org/2000/svg" width="6" height="10"><rect width="6" height="10" fill="' + CRITICAL + '"/></svg>');
+  // A step that may act on the world outside the run (send, delete, spend, unsandboxed
+  // commands): a dark warning triangle in its top right corner, a mark nothing else uses.
+  // The legend draws the same file (graph.css, .legend-irreversible).
+  const IRREVERSIBLE_ICON = "data:image/svg+xml;utf8," + encodeURIComponent(
+    '<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 16 16">' +
+    '<path d="M8 1.2 15.2 14.4H.8Z" fill="#1d2330"/><path d="M7.1 5.4h1.8l-.3 5H7.4Z M8 11.3a1 1 0 1 1 0 2 1 1 0 0 1 0-2Z" fill="#fff"/></svg>');
 
   // Every box is the same width, so the steps of one layer line up in one column; the height
   // follows the wrapped label. Cytoscape's own `height: label` is deprecated and warns.
@@ -52,6 +73,11 @@
   // user zooms in, which keeps the overview a clean map of coloured boxes.
   const LARGE_PLAN = 20;
   const MIN_FONT_PX = 5;
+  const ZOOM_STEP = 1.25;
+  // How long a refused connection's reason stays next to the pointer after the drag ends.
+  const REFUSAL_MS = 5000;
+  const EXTRA_CLASS = /^[a-z][a-z0-9-]{0,40}$/;
+  const SYNTHESIZER_REFUSAL = "The synthesizer always runs last, after every other step: it takes no arrows by hand.";
 
   let measureContext = null;
   function textWidth(text, bold) {
@@ -109,7 +135,14 @@
       // Shown on hover: why a step was re-planned, or why it failed.
       why: String(step.revised || step.error || ""),
       critical: step.critical ? "yes" : "no",
+      title: String(step.title || step.id),
     };
+  }
+
+  // Extra marks a caller gives a step (a diff's added / removed / changed, say), as classes.
+  function extraClasses(step) {
+    const given = Array.isArray(step.classes) ? step.classes.map(String) : [];
+    return given.filter((c) => EXTRA_CLASS.test(c));
   }
 
   function elements(data) {
@@ -124,7 +157,7 @@
       seen.add(id);
       edges.push({group: "edges", classes: "dependency", data: {id: id, source: source, target: target, critical: e.critical ? "yes" : "no"}});
     }
-    return steps.map((s) => ({group: "nodes", classes: "step", data: nodeData(s)})).concat(edges);
+    return steps.map((s) => ({group: "nodes", classes: ["step"].concat(extraClasses(s)).join(" "), data: nodeData(s)})).concat(edges);
   }
 
   function style() {
@@ -154,8 +187,6 @@
       {selector: 'node.step[status = "running"]', style: {"border-width": 3, "underlay-opacity": 0.12}},
       {selector: 'node.step[status = "running"].pulse', style: {"underlay-opacity": 0.38}},
       {selector: 'node.step[status = "skipped"]', style: {"border-style": "dashed"}},
-      // A step that may act on the world outside the run: a double border, whatever its status.
-      {selector: 'node.step[irreversible = "yes"]', style: {"border-style": "double", "border-width": 4}},
       // Added or changed by the last re-plan: a violet halo.
       {selector: 'node.step[revised = "yes"]', style: {"outline-width": 3, "outline-color": "#7c3aed", "outline-offset": 3, "outline-opacity": 0.8}},
       // The synthesizer joins the branches into the answer: a second ring, in its status colour.
@@ -167,6 +198,17 @@
         "background-height": "100%", "background-position-x": 0, "background-position-y": 0,
         "background-clip": "node", "background-repeat": "no-repeat",
       }},
+      {selector: 'node.step[irreversible = "yes"]', style: {
+        "background-image": IRREVERSIBLE_ICON, "background-fit": "none", "background-width": 14,
+        "background-height": 14, "background-position-x": NODE_WIDTH - 18, "background-position-y": 4,
+        "background-clip": "node", "background-repeat": "no-repeat", "background-image-containment": "over",
+      }},
+      {selector: 'node.step[irreversible = "yes"][critical = "yes"]', style: {
+        "background-image": [CRITICAL_STRIPE, IRREVERSIBLE_ICON], "background-fit": ["none", "none"],
+        "background-width": [6, 14], "background-height": ["100%", 14],
+        "background-position-x": [0, NODE_WIDTH - 18], "background-position-y": [0, 4],
+        "background-repeat": ["no-repeat", "no-repeat"], "background-clip": ["node", "node"],
+      }},
       {selector: 'edge[critical = "yes"]', style: {
         "width": 3.5, "line-color": CRITICAL, "target-arrow-color": CRITICAL, "z-index": 5,
       }},
@@ -177,26 +219,59 @@
       {selector: ".eh-hover", style: {"border-color": SELECTED, "border-width": 4}},
       {selector: ".eh-ghost-edge, edge.eh-preview", style: {"line-color": SELECTED, "target-arrow-color": SELECTED, "line-style": "dashed"}},
       {selector: ".eh-ghost-edge.eh-preview-active", style: {"opacity": 0}},
+      {selector: "node.step.connect-source", style: {"border-color": SELECTED, "border-width": 4, "border-style": "dashed"}},
     );
     return rules;
   }
 
+  // Why an arrow from source to target is refused, in a person's words, or "" when it may be
+  // drawn. The server checks again and has the last word.
+  function refusal(source, target) {
+    const name = (n) => "“" + (n.data("title") || n.id()) + "”";
+    if (source.same(target)) return "A step cannot wait for itself.";
+    if (source.data("role") === "synthesizer" || target.data("role") === "synthesizer") {
+      return SYNTHESIZER_REFUSAL;
+    }
+    if (source.edgesTo(target).nonempty()) return name(target) + " already waits for " + name(source) + ".";
+    if (target.successors().contains(source)) {
+      return "Refused: " + name(source) + " already waits for " + name(target) + ", so this arrow would close a cycle.";
+    }
+    return "";
+  }
+
   // Editing: drag from one step onto another to make the second wait for the first; click an
-  // arrow to remove it. The graph only proposes; the page asks the server, which decides.
-  function enableEditing(cy, container) {
+  // arrow to remove it. The graph only proposes; the page asks the server, which decides. A
+  // refused drag says why next to the pointer (tip, a role="status" element beside the canvas).
+  function enableEditing(cy, container, tip) {
     if (typeof cy.edgehandles !== "function") return null;
     const eh = cy.edgehandles({
-      canConnect(source, target) {
-        if (source.same(target) || source.data("role") === "synthesizer" || target.data("role") === "synthesizer") return false;
-        if (source.edgesTo(target).nonempty()) return false;
-        return !target.successors().contains(source);  // would close a cycle
-      },
+      canConnect(source, target) { return !refusal(source, target); },
       edgeParams(source, target) { return {data: {source: source.id(), target: target.id()}}; },
       snap: true,
       noEdgeEventsInDraw: true,
       disableBrowserGestures: true,
     });
     eh.enableDrawMode();
+    let dragSource = null;
+    let refusedAt = null;  // the reason shown and where, while the pointer is on a refused step
+    const stepAt = (pos) => cy.nodes(".step").filter((n) => {
+      const box = n.boundingBox({includeLabels: false, includeOverlays: false});
+      return pos.x >= box.x1 && pos.x <= box.x2 && pos.y >= box.y1 && pos.y <= box.y2;
+    }).first();
+    cy.on("ehstart", (evt, source) => { dragSource = source; refusedAt = null; tip.hide(); });
+    cy.on("vmousemove tapdrag", (evt) => {
+      if (!dragSource) return;
+      const over = stepAt(evt.position);
+      const why = over.nonempty() && !over.same(dragSource) ? refusal(dragSource, over) : "";
+      if (why) { refusedAt = why; tip.show(why, evt.renderedPosition); }
+      else if (refusedAt) { refusedAt = null; tip.hide(); }
+    });
+    cy.on("ehstop", () => {
+      dragSource = null;
+      // Released on a refused step: the reason stays a moment longer, where it was.
+      if (refusedAt) tip.hideAfter(REFUSAL_MS);
+      refusedAt = null;
+    });
     cy.on("ehcomplete", (evt, source, target, edge) => {
       edge.remove();  // the new arrow appears when the server has saved it
       container.dispatchEvent(new CustomEvent("plangraph:connect", {detail: {source: source.id(), target: target.id()}}));
@@ -206,6 +281,180 @@
       container.dispatchEvent(new CustomEvent("plangraph:disconnect", {detail: {source: e.source().id(), target: e.target().id()}}));
     });
     return eh;
+  }
+
+  // The message next to the pointer (or next to the focused step, from the keyboard).
+  function makeTip(container) {
+    const el = document.createElement("div");
+    el.className = "plan-graph-tip";
+    el.id = (container.id || "plan-graph") + "-refusal";
+    el.setAttribute("role", "status");
+    el.hidden = true;
+    container.insertAdjacentElement("afterend", el);
+    let timer = null;
+    return {
+      el: el,
+      show(text, at) {
+        window.clearTimeout(timer);
+        el.textContent = text;
+        el.hidden = false;
+        // Placed in the graph's box, a little below and right of the point, kept inside.
+        const width = container.clientWidth, height = container.clientHeight;
+        const x = Math.max(4, Math.min(at.x + 14, width - el.offsetWidth - 4));
+        const y = at.y + 18 + el.offsetHeight > height ? Math.max(4, at.y - el.offsetHeight - 12) : at.y + 18;
+        el.style.left = container.offsetLeft + x + "px";
+        el.style.top = container.offsetTop + y + "px";
+      },
+      hide() { window.clearTimeout(timer); el.hidden = true; },
+      hideAfter(ms) { window.clearTimeout(timer); timer = window.setTimeout(() => { el.hidden = true; }, ms); },
+      destroy() { window.clearTimeout(timer); el.remove(); },
+    };
+  }
+
+  // One button per step, laid over its box: what the keyboard and screen readers use.
+  function makeKeys(cy, container, tip, editable) {
+    const list = document.createElement("ul");
+    list.className = "plan-graph-steps";
+    list.setAttribute("aria-label", "Steps of the plan");
+    container.insertAdjacentElement("afterend", list);
+    const buttons = new Map();
+    let connectFrom = null;  // the step an arrow is being drawn from, from the keyboard
+
+    function describe(node) {
+      const parts = [node.data("title"), node.data("status")];
+      if (node.data("irreversible") === "yes") parts.push("irreversible");
+      if (node.data("critical") === "yes") parts.push("on the critical path");
+      const waits = node.incomers("node.step").map((n) => n.data("title"));
+      if (waits.length) parts.push("after " + waits.join(", "));
+      return parts.join(", ");
+    }
+
+    function sync() {
+      const nodes = cy.nodes(".step");
+      const seen = new Set();
+      nodes.forEach((node) => {
+        const id = node.id();
+        seen.add(id);
+        let button = buttons.get(id);
+        if (!button) {
+          const li = document.createElement("li");
+          button = document.createElement("button");
+          button.type = "button";
+          button.className = "plan-graph-step";
+          button.dataset.stepId = id;
+          li.append(button);
+          list.append(li);
+          buttons.set(id, button);
+        }
+        button.setAttribute("aria-label", describe(node));
+        button.dataset.status = node.data("status");
+        button.dataset.classes = node.classes().filter((c) => c !== "step").join(" ");
+        button.setAttribute("aria-pressed", node.selected() ? "true" : "false");
+      });
+      for (const [id, button] of buttons) {
+        if (!seen.has(id)) { button.parentElement.remove(); buttons.delete(id); }
+      }
+      place();
+    }
+
+    // Each button covers its box, in the container's coordinates.
+    function place() {
+      const zoom = cy.zoom();
+      for (const [id, button] of buttons) {
+        const node = cy.getElementById(id);
+        if (node.empty()) continue;
+        const p = node.renderedPosition(), w = node.width() * zoom, h = node.height() * zoom;
+        button.style.left = container.offsetLeft + p.x - w / 2 + "px";
+        button.style.top = container.offsetTop + p.y - h / 2 + "px";
+        button.style.width = w + "px";
+        button.style.height = h + "px";
+      }
+    }
+
+    // The nearest step in the direction of an arrow key, by the boxes' centres on screen.
+    function neighbour(node, key) {
+      const dir = {ArrowRight: [1, 0], ArrowLeft: [-1, 0], ArrowDown: [0, 1], ArrowUp: [0, -1]}[key];
+      const from = node.position();
+      let best = null, bestScore = Infinity;
+      cy.nodes(".step").forEach((other) => {
+        if (other.same(node)) return;
+        const p = other.position(), dx = p.x - from.x, dy = p.y - from.y;
+        const along = dx * dir[0] + dy * dir[1];
+        if (along <= 1) return;
+        const across = Math.abs(dx * dir[1] - dy * dir[0]);
+        const score = along + 2 * across;
+        if (score < bestScore) { bestScore = score; best = other; }
+      });
+      return best;
+    }
+
+    function focusStep(id) {
+      const node = cy.getElementById(String(id));
+      const button = buttons.get(String(id));
+      if (node.empty() || !button) return false;
+      // Brought into view if it is outside it: a large plan is navigated from the keyboard too.
+      const ext = cy.extent(), p = node.position();
+      if (p.x < ext.x1 || p.x > ext.x2 || p.y < ext.y1 || p.y > ext.y2) { cy.center(node); place(); }
+      button.focus({preventScroll: true});
+      return true;
+    }
+
+    function endConnect() {
+      if (connectFrom) cy.getElementById(connectFrom).removeClass("connect-source");
+      connectFrom = null;
+      list.classList.remove("connecting");
+    }
+
+    list.addEventListener("click", (e) => {
+      const button = e.target.closest(".plan-graph-step");
+      if (!button) return;
+      const id = button.dataset.stepId;
+      if (connectFrom) {
+        const source = cy.getElementById(connectFrom), target = cy.getElementById(id);
+        const why = source.same(target) ? "" : refusal(source, target);
+        endConnect();
+        if (source.same(target)) { tip.show("Connecting cancelled.", target.renderedPosition()); tip.hideAfter(REFUSAL_MS); return; }
+        if (why) { tip.show(why, target.renderedPosition()); tip.hideAfter(REFUSAL_MS); return; }
+        tip.hide();
+        container.dispatchEvent(new CustomEvent("plangraph:connect", {detail: {source: source.id(), target: target.id()}}));
+        return;
+      }
+      container.dispatchEvent(new CustomEvent("plangraph:select", {bubbles: true, detail: {stepId: id, keyboard: true}}));
+    });
+    list.addEventListener("keydown", (e) => {
+      const button = e.target.closest(".plan-graph-step");
+      if (!button) return;
+      const node = cy.getElementById(button.dataset.stepId);
+      if (e.key.startsWith("Arrow")) {
+        const next = neighbour(node, e.key);
+        if (next) focusStep(next.id());
+        e.preventDefault();
+      } else if (e.key === "Escape" && connectFrom) {
+        endConnect();
+        tip.hide();
+        e.preventDefault();
+      } else if ((e.key === "c" || e.key === "C") && editable && !e.ctrlKey && !e.metaKey && !e.altKey) {
+        if (node.data("role") === "synthesizer") {
+          tip.show(SYNTHESIZER_REFUSAL, node.renderedPosition());
+          tip.hideAfter(REFUSAL_MS);
+          return;
+        }
+        endConnect();
+        connectFrom = node.id();
+        node.addClass("connect-source");
+        list.classList.add("connecting");
+        tip.show("Connecting from “" + node.data("title") + "”: move to the step that should wait for it and press Enter (Escape cancels).", node.renderedPosition());
+        e.preventDefault();
+      } else if ((e.key === "Delete" || e.key === "Backspace") && editable) {
+        container.dispatchEvent(new CustomEvent("plangraph:delete", {bubbles: true, detail: {stepId: node.id()}}));
+        e.preventDefault();
+      }
+    });
+    cy.on("viewport", place);
+    return {
+      list: list, sync: sync, place: place, focusStep: focusStep,
+      destroy() { endConnect(); list.remove(); },
+    };
   }
 
   function ensureDagre() {
@@ -218,6 +467,7 @@
 
   function mount(container, data, options) {
     ensureDagre();
+    COLORS = statusColors();
     const cy = window.cytoscape({
       container: container,
       elements: [],
@@ -230,7 +480,10 @@
       boxSelectionEnabled: false,
       selectionType: "single",
     });
-    const eh = options && options.editable ? enableEditing(cy, container) : null;
+    const editable = Boolean(options && options.editable);
+    const tip = makeTip(container);
+    const eh = editable ? enableEditing(cy, container, tip) : null;
+    const keys = makeKeys(cy, container, tip, eh !== null);
     const plan = () => cy.elements(".step, .dependency");
 
     function fit() {
@@ -256,6 +509,7 @@
       });
       layout();
       fit();
+      keys.sync();
     }
 
     // The same steps and arrows: change labels and colours in place and keep the user's view;
@@ -272,15 +526,18 @@
           const node = cy.getElementById(el.data.id);
           moved = moved || node.data("height") !== el.data.height;
           node.data(el.data);
+          node.classes(el.classes);
         }
       });
       if (moved) layout();
+      keys.sync();
     }
 
     function setStatus(stepId, status) {
       const node = cy.getElementById(String(stepId));
       if (node.empty() || !COLORS[status]) return false;
       node.data("status", status);
+      keys.sync();
       return true;
     }
 
@@ -301,8 +558,8 @@
     cy.on("tap", "node.step", (evt) => {
       container.dispatchEvent(new CustomEvent("plangraph:select", {bubbles: true, detail: {stepId: evt.target.id()}}));
     });
-    cy.on("select", "node.step", (evt) => evt.target.connectedEdges(".dependency").addClass("related"));
-    cy.on("unselect", "node.step", (evt) => evt.target.connectedEdges(".dependency").removeClass("related"));
+    cy.on("select", "node.step", (evt) => { evt.target.connectedEdges(".dependency").addClass("related"); keys.sync(); });
+    cy.on("unselect", "node.step", (evt) => { evt.target.connectedEdges(".dependency").removeClass("related"); keys.sync(); });
     cy.on("mouseover", "node.step", (evt) => {
       container.style.cursor = "pointer";
       container.title = evt.target.data("why") || "";  // the browser's own tooltip: plain text
@@ -327,6 +584,7 @@
     const resizeObserver = window.ResizeObserver ? new ResizeObserver(() => {
       cy.resize();
       if (!userMoved) fit();
+      keys.place();
     }) : null;
     if (resizeObserver) resizeObserver.observe(container);
 
@@ -337,7 +595,19 @@
       editable: eh !== null,
       setStatus: setStatus,
       update: update,
-      fit() { userMoved = false; fit(); },
+      fit() { userMoved = false; fit(); keys.place(); },
+      zoomBy(factor) {
+        userMoved = true;
+        const level = Math.max(cy.minZoom(), Math.min(cy.maxZoom(), cy.zoom() * factor));
+        cy.zoom({level: level, renderedPosition: {x: cy.width() / 2, y: cy.height() / 2}});
+      },
+      // Selects a step (its arrows light up) without telling the page, or none with null.
+      select(stepId) {
+        cy.nodes(":selected").unselect();
+        if (stepId !== null && stepId !== undefined) cy.getElementById(String(stepId)).select();
+      },
+      focusStep: (stepId) => keys.focusStep(stepId),
+      refusalTip: tip.el,
       status(stepId) {
         const node = cy.getElementById(String(stepId));
         return node.nonempty() ? node.data("status") : null;
@@ -347,6 +617,8 @@
         if (pulseTimer !== null) window.clearInterval(pulseTimer);
         if (resizeObserver) resizeObserver.disconnect();
         if (eh) eh.destroy();
+        keys.destroy();
+        tip.destroy();
         cy.destroy();
         container.style.cursor = "";
         container.classList.remove("plan-graph-large");
@@ -354,7 +626,7 @@
     };
   }
 
-  window.PlanGraph = {mount: mount, STATUSES: Object.keys(COLORS)};
+  window.PlanGraph = {mount: mount, STATUSES: STATUSES};
 })();
 
 // --- A revision's diff on a graph of its own (the proposal box, _plan_proposal.html) ---------

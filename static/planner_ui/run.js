@@ -30,8 +30,11 @@
     const editable = header && header.dataset.editable === "yes";
     graph = window.PlanGraph.mount(el, JSON.parse(data.textContent), {editable: editable});
     window.planGraph = graph;  // for the browser tests and the curious
-    const fit = document.getElementById("plan-graph-fit");
-    if (fit) fit.addEventListener("click", () => graph.fit());
+    const button = (id, act) => { const b = document.getElementById(id); if (b) b.addEventListener("click", act); };
+    button("plan-graph-fit", () => graph.fit());
+    button("plan-graph-zoom-in", () => graph.zoomBy(1.25));
+    button("plan-graph-zoom-out", () => graph.zoomBy(0.8));
+    button("step-panel-close", () => closePanel());
     el.addEventListener("plangraph:connect", (e) => {
       postChange({op: "add_dependency", step_id: e.detail.target, depends_on: e.detail.source});
     });
@@ -40,14 +43,93 @@
         postChange({op: "remove_dependency", step_id: e.detail.target, depends_on: e.detail.source});
       }
     });
-    el.addEventListener("plangraph:select", (e) => {
-      const card = document.getElementById("step-" + e.detail.stepId);
-      if (card) card.scrollIntoView({behavior: "smooth", block: "center"});
+    el.addEventListener("plangraph:select", (e) => openStep(e.detail.stepId, {focusPanel: Boolean(e.detail.keyboard)}));
+    // Delete from the keyboard: the step's own delete form, which asks what becomes of the
+    // steps after it, opened with focus on its button.
+    el.addEventListener("plangraph:delete", (e) => {
+      const card = openStep(e.detail.stepId, {focusPanel: false});
+      const editor = card && card.querySelector("details.step-editor");
+      const remove = editor && editor.querySelector("input[name=op][value=delete]");
+      if (!remove) { if (card) focusPanel(card); return; }
+      editor.open = true;
+      remove.form.querySelector("button[type=submit]").focus();
     });
+  }
+
+  // The side panel shows the open step's card; the graph stays where it is.
+  let openStepId = null;
+  function openStep(stepId, options) {
+    const card = stepCard(stepId);
+    const panel = document.getElementById("step-panel");
+    if (!card || !panel) return null;
+    openStepId = stepId;
+    for (const other of panel.querySelectorAll(".step.is-open")) if (other !== card) other.classList.remove("is-open");
+    card.classList.add("is-open");
+    panel.hidden = false;
+    const workspace = document.getElementById("workspace");
+    if (workspace) workspace.classList.add("panel-open");
+    if (graph) graph.select(stepId);
+    if (options && options.focusPanel) focusPanel(card);
+    return card;
+  }
+  function focusPanel(card) {
+    const title = card.querySelector(".step-title");
+    if (title) title.focus();
+  }
+  function closePanel() {
+    const panel = document.getElementById("step-panel");
+    const was = openStepId;
+    openStepId = null;
+    if (panel) {
+      panel.hidden = true;
+      for (const card of panel.querySelectorAll(".step.is-open")) card.classList.remove("is-open");
+    }
+    const workspace = document.getElementById("workspace");
+    if (workspace) workspace.classList.remove("panel-open");
+    if (graph) { graph.select(null); if (was) graph.focusStep(was); }
+  }
+  // After a swap the cards are new: the open one opens again, if it is still in the plan.
+  function reopenStep() {
+    if (openStepId && !openStep(openStepId, {focusPanel: false})) closePanel();
+  }
+  page.addEventListener("keydown", (e) => {
+    if (e.key !== "Escape" || !openStepId) return;
+    const panel = document.getElementById("step-panel");
+    if (panel && panel.contains(document.activeElement)) { closePanel(); e.preventDefault(); }
+  });
+  page.addEventListener("click", (e) => {
+    // A link to a step (the estimate, the receipts, "After: ...") opens it beside the graph.
+    const link = e.target.closest("a[href^='#step-']");
+    if (link) {
+      const stepId = link.getAttribute("href").slice("#step-".length);
+      if (openStep(stepId, {focusPanel: true})) {
+        e.preventDefault();
+        const workspace = document.getElementById("workspace");
+        if (workspace) workspace.scrollIntoView({block: "nearest"});
+      }
+      return;
+    }
+    const more = e.target.closest(".show-more");
+    if (more) {
+      const output = document.getElementById(more.getAttribute("aria-controls"));
+      if (!output) return;
+      const folded = output.classList.toggle("collapsed");
+      more.setAttribute("aria-expanded", folded ? "false" : "true");
+      more.textContent = folded ? "Show more" : "Show less";
+    }
+  });
+
+  // Steps finished, in the summary line, as the socket reports them.
+  function countFinished() {
+    const done = document.getElementById("run-steps-done");
+    if (!done || !graph) return;
+    const statuses = graph.cy.nodes(".step").map((n) => n.data("status"));
+    done.textContent = statuses.filter((status) => finished(status)).length.toString();
   }
 
   // Graph edits go through the same endpoint as the forms, against the version on screen.
   function postChange(values) {
+    edited = {stepId: values.step_id, key: null};
     const header = document.getElementById("run-header");
     values.base_version = header ? header.dataset.version : "0";
     htmx.ajax("POST", page.dataset.changeUrl, {
@@ -78,8 +160,36 @@
     const id = e.detail.target && e.detail.target.id;
     return (id === "run-main" || id === "steps") && e.detail.requestConfig && e.detail.requestConfig.verb === "get" ? id : null;
   }
+  // What a change was made on, so focus can go back to it once the answer is swapped in:
+  // the step in the graph, else the same control in the new page.
+  let edited = null;
+  function noteEdited(e) {
+    const form = e.detail.elt && e.detail.elt.closest ? e.detail.elt.closest("form") : null;
+    if (!form) return;
+    const step = form.querySelector("input[name=step_id]");
+    const active = document.activeElement;
+    edited = {stepId: step ? step.value : null, key: active && form.contains(active) ? partKey(active) : null};
+  }
+  function restoreEdited() {
+    const was = edited;
+    edited = null;
+    if (!was) return;
+    if (was.stepId && graph && graph.status(was.stepId) !== null) {
+      if (openStepId === was.stepId) openStep(was.stepId, {focusPanel: false});
+      graph.focusStep(was.stepId);
+      return;
+    }
+    const main = document.getElementById("run-main");
+    if (was.key && main) {
+      for (const el of main.querySelectorAll("button, input, select, textarea, summary")) {
+        if (partKey(el) === was.key) { el.focus(); return; }
+      }
+    }
+    const heading = document.getElementById("plan-heading");
+    if (heading) { heading.tabIndex = -1; heading.focus(); }
+  }
   document.body.addEventListener("htmx:beforeRequest", (e) => {
-    if (isChange(e)) { changesInFlight++; changesStarted++; }
+    if (isChange(e)) { changesInFlight++; changesStarted++; if (e.detail.elt !== page) noteEdited(e); }
     else if (refreshOf(e)) e.detail.xhr.changesBefore = changesStarted;
   });
   document.body.addEventListener("htmx:afterRequest", (e) => {
@@ -120,7 +230,12 @@
     main.querySelectorAll("textarea, input[type=text], input[type=number]").forEach((f) => {
       if (f.value !== f.defaultValue) kept.values.set(partKey(f), f.value);
     });
-    if (document.activeElement && main.contains(document.activeElement)) kept.focus = partKey(document.activeElement);
+    const active = document.activeElement;
+    if (active && main.contains(active)) {
+      kept.focus = partKey(active);
+      // A step in the graph has focus: the graph is mounted afresh, so its button is new.
+      if (active.classList.contains("plan-graph-step")) kept.focusStep = active.dataset.stepId;
+    }
   }
   function restoreOpenParts() {
     const main = document.getElementById("run-main");
@@ -136,12 +251,18 @@
   document.body.addEventListener("htmx:afterSwap", (e) => {
     if (!(e.detail.target && e.detail.target.id === "run-main")) return;
     // Only after a refresh: the answer to a person's own change shows its own outcome.
-    if (e.detail.requestConfig && e.detail.requestConfig.verb === "get") restoreOpenParts();
+    const focusedStep = kept && kept.focusStep;
+    const change = !(e.detail.requestConfig && e.detail.requestConfig.verb === "get");
+    if (!change) restoreOpenParts();
     else kept = null;
     readRenderedSeq();
     mountGraph();
+    reopenStep();
     for (const stepId of Object.keys(liveText)) showLiveText(stepId);
     for (const stepId of Object.keys(seenStatus)) reapplyStatus(stepId);
+    countFinished();
+    if (change) restoreEdited();
+    else if (focusedStep && graph) graph.focusStep(focusedStep);
   });
 
   // The cards an event changed are fetched again, a few at a time, and come back out of band
@@ -174,6 +295,7 @@
   document.body.addEventListener("htmx:oobAfterSwap", (e) => {
     const card = e.detail.target;
     if (!card || !card.dataset || !card.dataset.stepId) return;
+    if (card.dataset.stepId === openStepId) card.classList.add("is-open");
     showLiveText(card.dataset.stepId);
     reapplyStatus(card.dataset.stepId);
   });
@@ -199,6 +321,7 @@
       badge.textContent = status.replace(/_/g, " ");
     }
     if (graph) graph.setStatus(stepId, status);
+    countFinished();
   }
 
   function stepCard(stepId) { return document.getElementById("step-" + stepId); }
@@ -395,6 +518,7 @@
 
   readRenderedSeq();
   mountGraph();
+  if (window.location.hash.startsWith("#step-")) openStep(decodeURIComponent(window.location.hash.slice("#step-".length)), {focusPanel: false});
   connect();
   // While the run executes, running bars grow between events too.
   setInterval(() => {

@@ -21,3 +21,15 @@ def submit_task(page, task: str) -> None:
     page.fill("#id_task", task)
     page.click("#plan-it")
     expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+
+
+def step_in_graph(page, step_id: str):
+    """The step's button over its box in the graph: what the keyboard and screen readers use."""
+    return page.locator(f'.plan-graph-step[data-step-id="{step_id}"]')
+
+
+def open_step(page, step_id: str) -> None:
+    """Open a step's card in the side panel beside the graph, from the keyboard."""
+    step_in_graph(page, step_id).focus()
+    step_in_graph(page, step_id).press("Enter")
+    expect(page.locator(f"#step-{step_id}")).to_be_visible()

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from planner_ui.models import Run
 
-from .flows import login
+from .flows import login, open_step, step_in_graph
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -26,7 +26,7 @@ def test_submit_approve_and_watch_the_result_arrive_live(
     run = Run.objects.get()
     steps = list(run.steps.all())
     for step in steps:
-        expect(page.locator(f"#step-{step.step_id}")).to_be_visible()
+        expect(step_in_graph(page, step.step_id)).to_be_visible()
     graph_ids = page.evaluate("window.planGraph.cy.nodes().map((n) => n.id())")
     assert sorted(graph_ids) == sorted(s.step_id for s in steps)
     edge_count = page.evaluate("window.planGraph.cy.edges().length")
@@ -46,11 +46,13 @@ def test_submit_approve_and_watch_the_result_arrive_live(
     expect(page.locator("#result .markdown h1")).to_be_visible()
     assert page.locator("#event-log li").count() >= len(steps) * 2
     # The calculator's call and result show once on their card, live and after a reload.
+    open_step(page, "compute-3-95-2")
     calls = page.locator("#step-compute-3-95-2 .step-calls li")
     expect(calls).to_have_text(
         ['→ calculator {"expression":"3 * 95 + 2 * 40"}', "← 3 * 95 + 2 * 40 = 365"]
     )
     page.reload()
+    open_step(page, "compute-3-95-2")
     expect(calls).to_have_count(2)
     expect(calls.nth(1)).to_have_text("← 3 * 95 + 2 * 40 = 365")
     assert page.js_errors == []

@@ -43,8 +43,14 @@ def test_every_type_the_live_part_reacts_to_is_in_the_catalogue() -> None:
 
 def test_the_graph_colours_exactly_the_step_statuses() -> None:
     graph = (STATIC / "graph.js").read_text()
-    colours = graph[graph.index("const COLORS") : graph.index("};", graph.index("const COLORS"))]
-    assert set(re.findall(r"^\s+(\w+): \{bg", colours, re.M)) == {str(s) for s in StepStatus}
+    listed = re.search(r"const STATUSES = \[(.*?)\];", graph)
+    assert listed is not None
+    assert set(re.findall(r'"(\w+)"', listed.group(1))) == {str(s) for s in StepStatus}
+    # Their colours are set once, as custom properties the graph, legend and timeline read.
+    css = (STATIC / "app.css").read_text()
+    for suffix in ("", "-bg", "-text"):
+        defined = set(re.findall(rf"--status-([a-z_]+){suffix}:", css))
+        assert defined == {str(s) for s in StepStatus}, suffix
 
 
 def test_the_page_ranks_statuses_from_the_servers_table(client_alice, alice) -> None:
