@@ -68,12 +68,15 @@
   // A small plan fitted to the box would be blown up to the maximum zoom: stop a bit above 1.
   const MAX_FIT_ZOOM = 1.25;
   const PULSE_MS = 900;
-  // Past this many steps the container grows (see .plan-graph-large) so the fitted plan is not
+  // Past this many steps the graph grows (see .plan-graph-large) so the fitted plan is not
   // drawn too small to read; labels smaller than MIN_FONT_PX on screen are left out until the
   // user zooms in, which keeps the overview a clean map of coloured boxes.
   const LARGE_PLAN = 20;
   const MIN_FONT_PX = 5;
-  const ZOOM_STEP = 1.25;
+  // A small plan's box is as tall as the plan needs, between these; a large one's is set by
+  // .plan-graph-large in graph.css.
+  const MIN_HEIGHT = 200;
+  const MAX_HEIGHT = 420;
   // How long a refused connection's reason stays next to the pointer after the drag ends.
   const REFUSAL_MS = 5000;
   const EXTRA_CLASS = /^[a-z][a-z0-9-]{0,40}$/;
@@ -502,14 +505,26 @@
 
     function render(newData) {
       const steps = (newData && newData.nodes) || [];
-      container.classList.toggle("plan-graph-large", steps.length > LARGE_PLAN);
+      if (container.parentElement) container.parentElement.classList.toggle("plan-graph-large", steps.length > LARGE_PLAN);
       cy.batch(() => {
         plan().remove();
         cy.add(elements(newData));
       });
       layout();
+      sizeToPlan(steps.length);
       fit();
       keys.sync();
+    }
+
+    // On the parent, which htmx's settling leaves alone (graph.css).
+    function sizeToPlan(count) {
+      const holder = container.parentElement;
+      if (!holder) return;
+      if (count > LARGE_PLAN) { holder.style.removeProperty("--plan-graph-height"); return; }
+      const box = plan().boundingBox();
+      const want = Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, box.h * MAX_FIT_ZOOM + 2 * FIT_PADDING));
+      holder.style.setProperty("--plan-graph-height", Math.round(want) + "px");
+      cy.resize();
     }
 
     // The same steps and arrows: change labels and colours in place and keep the user's view;
@@ -529,7 +544,7 @@
           node.classes(el.classes);
         }
       });
-      if (moved) layout();
+      if (moved) { layout(); sizeToPlan(cy.nodes(".step").length); }
       keys.sync();
     }
 
@@ -621,7 +636,10 @@
         tip.destroy();
         cy.destroy();
         container.style.cursor = "";
-        container.classList.remove("plan-graph-large");
+        if (container.parentElement) {
+          container.parentElement.classList.remove("plan-graph-large");
+          container.parentElement.style.removeProperty("--plan-graph-height");
+        }
       },
     };
   }

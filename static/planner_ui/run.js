@@ -63,11 +63,12 @@
     const panel = document.getElementById("step-panel");
     if (!card || !panel) return null;
     openStepId = stepId;
-    for (const other of panel.querySelectorAll(".step.is-open")) if (other !== card) other.classList.remove("is-open");
-    card.classList.add("is-open");
+    // Attributes, not classes: htmx's settling puts a swapped element's classes back.
+    for (const other of panel.querySelectorAll(".step[data-open]")) if (other !== card) delete other.dataset.open;
+    card.dataset.open = "yes";
     panel.hidden = false;
     const workspace = document.getElementById("workspace");
-    if (workspace) workspace.classList.add("panel-open");
+    if (workspace) workspace.dataset.panel = "open";
     if (graph) graph.select(stepId);
     if (options && options.focusPanel) focusPanel(card);
     return card;
@@ -82,10 +83,10 @@
     openStepId = null;
     if (panel) {
       panel.hidden = true;
-      for (const card of panel.querySelectorAll(".step.is-open")) card.classList.remove("is-open");
+      for (const card of panel.querySelectorAll(".step[data-open]")) delete card.dataset.open;
     }
     const workspace = document.getElementById("workspace");
-    if (workspace) workspace.classList.remove("panel-open");
+    if (workspace) delete workspace.dataset.panel;
     if (graph) { graph.select(null); if (was) graph.focusStep(was); }
   }
   // After a swap the cards are new: the open one opens again, if it is still in the plan.
@@ -295,7 +296,7 @@
   document.body.addEventListener("htmx:oobAfterSwap", (e) => {
     const card = e.detail.target;
     if (!card || !card.dataset || !card.dataset.stepId) return;
-    if (card.dataset.stepId === openStepId) card.classList.add("is-open");
+    if (card.dataset.stepId === openStepId) card.dataset.open = "yes";
     showLiveText(card.dataset.stepId);
     reapplyStatus(card.dataset.stepId);
   });

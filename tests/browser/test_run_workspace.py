@@ -1,0 +1,214 @@
+"""The run page as a workspace: the graph right under a summary line, a step's details in a
+panel beside it (from a click or from the keyboard), a refused connection that says why next to
+the pointer, a large plan that fits the window, and a finished run that fits in two screens."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+from planner_ui.models import Run
+
+from .flows import login, open_step, step_in_graph, submit_task
+
+pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
+
+# The README's first example.
+FIRST_EXAMPLE = "Compare Python and Go for writing a command-line tool"
+
+
+def _node_point(page, step_id: str) -> tuple[float, float]:
+    """Where a step's box is on the page, once the graph has settled: a refresh that the
+    socket triggers mounts the graph afresh."""
+    expect(page.locator("#ws-state")).to_have_text("live")
+    point = page.evaluate(f"""() => new Promise((resolve) => setTimeout(() => {{
+        const el = document.getElementById('plan-graph'), box = el.getBoundingClientRect();
+        const pos = window.planGraph.cy.getElementById('{step_id}').renderedPosition();
+        resolve([box.x + pos.x, box.y + pos.y]);
+    }}, 300))""")
+    return point[0], point[1]
+
+
+def test_the_finished_first_example_fits_in_two_screens(
+    page, daphne_url, celery_worker_process, make_user
+):
+    page.set_viewport_size({"width": 1400, "height": 900})
+    make_user("ada", "pw-for-tests-1")
+    login(page, daphne_url, "ada", "pw-for-tests-1")
+    submit_task(page, FIRST_EXAMPLE)
+    page.click("#approve-plan")
+    expect(page.locator("#result")).to_be_visible(timeout=90_000)
+    run = Run.objects.get()
+    assert run.status == "succeeded" and run.steps.count() >= 3
+    page.reload()
+    # The graph starts in the first screen, right under the summary line.
+    summary = page.locator("#run-summary")
+    expect(summary).to_contain_text(f"{run.steps.count()} / {run.steps.count()} steps finished")
+    graph_top = page.locator("#plan-graph").bounding_box()["y"]
+    assert graph_top < 360, graph_top
+    height = page.evaluate("document.documentElement.scrollHeight")
+    assert height <= 2 * 900, f"the finished run page is {height} px tall"
+
+
+def test_a_step_opens_beside_the_graph_from_a_click_and_from_the_keyboard(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("bea", "pw-for-tests-1")
+    login(page, daphne_url, "bea", "pw-for-tests-1")
+    submit_task(page, "Research the history of tea, then write a short summary")
+    panel = page.locator("#step-panel")
+    expect(panel).to_be_hidden()
+    expect(page.locator("#step-research-history-tea")).to_be_hidden()
+
+    # A click on the box opens its card in the panel; the graph stays on screen.
+    x, y = _node_point(page, "research-history-tea")
+    page.mouse.click(x, y)
+    card = page.locator("#step-research-history-tea")
+    expect(card).to_be_visible()
+    expect(card.locator(".instruction")).to_contain_text("history of tea")
+    expect(card.locator(".step-status")).to_have_text("pending")
+    expect(page.locator("#step-write-short-summary")).to_be_hidden()
+    expect(page.locator("#plan-graph")).to_be_in_viewport()
+    assert page.evaluate("window.planGraph.cy.$(':selected').map((n) => n.id())") == [
+        "research-history-tea"
+    ]
+
+    # Escape closes it and puts focus back on the step in the graph.
+    card.locator(".step-title").focus()
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
+    focused = page.evaluate("document.activeElement.dataset.stepId")
+    assert focused == "research-history-tea"
+
+    # From the keyboard: the arrow key moves to the next step, Enter opens it with focus in the
+    # panel, and its editor works from there; after the save, focus is back on the step.
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("document.activeElement.dataset.stepId") == "write-short-summary"
+    page.keyboard.press("Enter")
+    summary_card = page.locator("#step-write-short-summary")
+    expect(summary_card).to_be_visible()
+    expect(summary_card.locator(".step-title")).to_be_focused()
+    summary_card.locator("summary", has_text="Edit step").click()
+    summary_card.get_by_label("Title").fill("Write a tea haiku")
+    summary_card.get_by_label("Title").press("Enter")
+    expect(page.locator("#plan-notice")).to_contain_text("Saved version 2")
+    expect(summary_card.locator(".step-title")).to_have_text("Write a tea haiku")
+    expect(summary_card).to_be_visible()
+    expect(step_in_graph(page, "write-short-summary")).to_be_focused()
+
+    # Connect from the keyboard: C on a step, then Enter on the one that should wait for it.
+    page.locator("#add-step summary").click()
+    page.fill("#new-title", "Check dates")
+    page.fill("#new-instruction", "Check the dates in the research.")
+    page.get_by_role("button", name="Add step").click()
+    expect(page.locator("#plan-notice")).to_contain_text("Saved version 3")
+    step_in_graph(page, "check-dates").focus()
+    page.keyboard.press("c")
+    expect(page.locator("#plan-graph-refusal")).to_contain_text("Connecting from “Check dates”")
+    step_in_graph(page, "write-short-summary").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#plan-notice")).to_contain_text(
+        "added dependency check-dates → write-short-summary"
+    )
+    expect(step_in_graph(page, "write-short-summary")).to_be_focused()
+    run = Run.objects.get()
+    assert "check-dates" in run.steps.get(step_id="write-short-summary").depends_on
+
+    # Delete from the keyboard: the step's delete form opens with focus on its button.
+    step_in_graph(page, "check-dates").focus()
+    page.keyboard.press("Delete")
+    delete = page.locator("#step-check-dates").get_by_role("button", name="Delete step")
+    expect(delete).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#plan-notice")).to_contain_text("Saved version 5")
+    assert not run.steps.filter(step_id="check-dates").exists()
+    assert page.js_errors == []
+
+
+def test_a_refused_cycle_says_why_next_to_the_pointer(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("cal", "pw-for-tests-1")
+    login(page, daphne_url, "cal", "pw-for-tests-1")
+    submit_task(page, "Research the history of tea, then write a short summary")
+    # write-short-summary waits for research-history-tea: an arrow back would close a cycle.
+    x1, y1 = _node_point(page, "write-short-summary")
+    x2, y2 = _node_point(page, "research-history-tea")
+    page.mouse.move(x1, y1)
+    page.mouse.down()
+    page.mouse.move((x1 + x2) / 2, (y1 + y2) / 2, steps=8)
+    page.mouse.move(x2, y2, steps=8)
+    tip = page.locator("#plan-graph-refusal")
+    expect(tip).to_be_visible()
+    expect(tip).to_contain_text("would close a cycle")
+    expect(tip).to_contain_text(
+        "“Write a short summary” already waits for “Research the history of tea”"
+    )
+    box = tip.bounding_box()
+    # Next to the pointer: within a few tens of pixels of where it is.
+    assert abs(box["x"] - x2) < 60 and abs(box["y"] - y2) < 80, (box, x2, y2)
+    page.mouse.up()
+    expect(tip).to_be_visible()  # it stays a moment after the drag, to be read
+    run = Run.objects.get()
+    assert run.plan_versions.count() == 1
+    assert "write-short-summary" not in run.steps.get(step_id="research-history-tea").depends_on
+
+
+def test_a_fifty_step_plan_fits_the_window_and_can_be_walked(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("dan", "pw-for-tests-1")
+    login(page, daphne_url, "dan", "pw-for-tests-1")
+    submit_task(page, "Research tea")
+    # Five layers of ten, each step after two of the layer before it.
+    steps = [
+        {
+            "id": f"s{layer}-{i}",
+            "title": f"Step {layer}.{i}",
+            "instruction": "Do it.",
+            "role": "researcher",
+            "depends_on": [f"s{layer - 1}-{i}", f"s{layer - 1}-{(i + 3) % 10}"] if layer else [],
+        }
+        for layer in range(5)
+        for i in range(10)
+    ]
+    page.locator("summary", has_text="Import a plan").click()
+    page.fill("#plan-json", json.dumps({"goal": "big", "steps": steps}))
+    page.get_by_role("button", name="Import").click()
+    expect(page.locator("#plan-notice")).to_contain_text("imported from JSON")
+    assert page.evaluate("window.planGraph.cy.nodes().length") == 51  # and the synthesizer
+
+    # The graph's box fits the window, and every step is inside it, drawn big enough to read.
+    graph = page.locator("#plan-graph")
+    graph.scroll_into_view_if_needed()
+    box = graph.bounding_box()
+    viewport = page.viewport_size
+    assert box["height"] <= viewport["height"] and box["width"] <= viewport["width"]
+    inside = page.evaluate("""() => {
+        const cy = window.planGraph.cy, ext = cy.extent();
+        return cy.nodes().every((n) => { const b = n.boundingBox();
+            return b.x1 >= ext.x1 && b.x2 <= ext.x2 && b.y1 >= ext.y1 && b.y2 <= ext.y2; });
+    }""")
+    assert inside
+    assert page.evaluate("window.planGraph.cy.zoom()") >= 0.4
+
+    # Zoomed in, the keyboard walks the plan and the graph follows the focused step.
+    page.click("#plan-graph-zoom-in")
+    page.click("#plan-graph-zoom-in")
+    page.click("#plan-graph-zoom-in")
+    step_in_graph(page, "s0-0").focus()
+    for _ in range(4):
+        page.keyboard.press("ArrowRight")
+    focused = page.evaluate("document.activeElement.dataset.stepId")
+    assert focused.startswith("s4-"), focused
+    in_view = page.evaluate(f"""() => {{
+        const cy = window.planGraph.cy, ext = cy.extent(), p = cy.getElementById('{focused}').position();
+        return p.x >= ext.x1 && p.x <= ext.x2 && p.y >= ext.y1 && p.y <= ext.y2;
+    }}""")
+    assert in_view
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#step-{focused}")).to_be_visible()
+    open_step(page, "s2-5")
+    expect(page.locator("#step-s2-5 .step-title")).to_have_text("Step 2.5")
