@@ -58,11 +58,20 @@
 
   // The side panel shows the open step's card; the graph stays where it is.
   let openStepId = null;
+  // Kept for this tab, so a reload (approving the plan is one) shows the same step.
+  const openKey = "agentsite.run." + runId + ".open-step";
+  function remember(stepId) {
+    try { if (stepId) window.sessionStorage.setItem(openKey, stepId); else window.sessionStorage.removeItem(openKey); } catch (e) { /* storage off */ }
+  }
+  function remembered() {
+    try { return window.sessionStorage.getItem(openKey); } catch (e) { return null; }
+  }
   function openStep(stepId, options) {
     const card = stepCard(stepId);
     const panel = document.getElementById("step-panel");
     if (!card || !panel) return null;
     openStepId = stepId;
+    remember(stepId);
     // Attributes, not classes: htmx's settling puts a swapped element's classes back.
     for (const other of panel.querySelectorAll(".step[data-open]")) if (other !== card) delete other.dataset.open;
     card.dataset.open = "yes";
@@ -81,6 +90,7 @@
     const panel = document.getElementById("step-panel");
     const was = openStepId;
     openStepId = null;
+    remember(null);
     if (panel) {
       panel.hidden = true;
       for (const card of panel.querySelectorAll(".step[data-open]")) delete card.dataset.open;
@@ -519,7 +529,8 @@
 
   readRenderedSeq();
   mountGraph();
-  if (window.location.hash.startsWith("#step-")) openStep(decodeURIComponent(window.location.hash.slice("#step-".length)), {focusPanel: false});
+  const asked = window.location.hash.startsWith("#step-") ? decodeURIComponent(window.location.hash.slice("#step-".length)) : remembered();
+  if (asked) openStep(asked, {focusPanel: false});
   connect();
   // While the run executes, running bars grow between events too.
   setInterval(() => {

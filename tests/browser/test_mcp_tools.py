@@ -10,7 +10,7 @@ import sys
 import pytest
 from playwright.sync_api import expect
 
-from .flows import login, submit_task
+from .flows import login, open_step, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -63,7 +63,9 @@ def test_register_a_server_and_grant_its_tools_in_the_editor(
 
     page.goto(daphne_url + "/")
     submit_task(page, "Research tea, then write a short summary")
-    card = page.locator("li.step").first
+    first = page.locator("li.step").first.get_attribute("data-step-id")
+    open_step(page, first)
+    card = page.locator(f"#step-{first}")
     card.locator("summary", has_text="Edit step").click()
     tools = card.locator("fieldset.tools")
     expect(tools.get_by_label("fake__launch")).to_be_visible()

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from planner_ui.models import ProviderCredential, Run
 from tests.fakes.openai_server import FakeOpenAI
 
-from .flows import login
+from .flows import login, open_step
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -42,6 +42,8 @@ def test_a_run_on_a_local_model_streams_its_text_and_shows_its_usage(
             server.enqueue_text(ANSWER, piece_delay_s=0.1, prompt_tokens=200, completion_tokens=20)
         server.enqueue_text("# Caffeine\n\n" + ANSWER, prompt_tokens=300, completion_tokens=30)
 
+        # The first step's card is open when the page comes back from the approval.
+        open_step(page, steps[0].step_id)
         page.click("#approve-plan")
         first = page.locator(f"#step-{steps[0].step_id} .step-live")
         # Part of the answer shows while the model is still writing it.

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from planner_ui.models import Run, RunEvent
-from tests.browser.flows import login, submit_task
+from tests.browser.flows import login, open_step, step_in_graph, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -24,6 +24,7 @@ def test_edit_the_plan_then_run_the_edited_version(
     page.evaluate("window.__notReloaded = true")
 
     # Rename a step and reword its instruction.
+    open_step(page, "write-short-summary")
     card = page.locator("#step-write-short-summary")
     card.locator("summary", has_text="Edit step").click()
     card.get_by_label("Title").fill("Write a tea haiku")
@@ -40,7 +41,8 @@ def test_edit_the_plan_then_run_the_edited_version(
     page.select_option("#new-deps", ["research-history-tea"])
     page.get_by_role("button", name="Add step").click()
     expect(page.locator("#plan-notice")).to_contain_text("Saved version 3")
-    expect(page.locator("#step-check-dates")).to_be_visible()
+    expect(step_in_graph(page, "check-dates")).to_be_visible()
+    open_step(page, "write-short-summary")
     card = page.locator("#step-write-short-summary")
     card.locator("summary", has_text="Edit step").click()
     card.locator("select[name=depends_on]").select_option("check-dates")
@@ -49,6 +51,7 @@ def test_edit_the_plan_then_run_the_edited_version(
     assert page.evaluate("window.planGraph.cy.edges().length") == 4
 
     # A cycle is refused, named, and changes nothing.
+    open_step(page, "research-history-tea")
     card = page.locator("#step-research-history-tea")
     card.locator("summary", has_text="Edit step").click()
     card.locator("select[name=depends_on]").select_option("write-short-summary")
@@ -152,7 +155,7 @@ def test_ask_the_planner_to_revise_then_accept(page, daphne_url, celery_worker_p
     )
     page.click("#accept-proposal")
     expect(page.locator("#plan-notice")).to_contain_text("Saved version 2: revised on request")
-    expect(page.locator("#step-research-mate")).to_be_visible()
+    expect(step_in_graph(page, "research-mate")).to_be_visible()
     expect(page.locator("#version-2")).to_contain_text("by the planner")
 
 

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from planner_ui.models import Run
 from tests.conftest import wait_until
 
-from .flows import login, submit_task
+from .flows import login, open_step, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -32,6 +32,7 @@ def test_retry_a_step_then_fork_from_another_and_compare(
     expect(page.locator("#result")).to_be_visible(timeout=60_000)
     run = Run.objects.get()
 
+    open_step(page, "write-short-summary")
     card = page.locator("#step-write-short-summary")
     card.locator("summary", has_text="Retry or fork").click()
     card.get_by_label("Instruction for the retry").fill("Write a haiku about the history of mate.")
@@ -56,6 +57,7 @@ def test_retry_a_step_then_fork_from_another_and_compare(
     # The steps before it were not run again.
     assert run.steps.get(step_id="research-history-tea").retries == 0
 
+    open_step(page, "research-history-mate")
     mate = page.locator("#step-research-history-mate")
     mate.locator("summary", has_text="Retry or fork").click()
     mate.get_by_role("button", name="Fork from here").click()

@@ -204,7 +204,8 @@ def test_a_fifty_step_plan_fits_the_window_and_can_be_walked(
     focused = page.evaluate("document.activeElement.dataset.stepId")
     assert focused.startswith("s4-"), focused
     in_view = page.evaluate(f"""() => {{
-        const cy = window.planGraph.cy, ext = cy.extent(), p = cy.getElementById('{focused}').position();
+        const cy = window.planGraph.cy, ext = cy.extent();
+        const p = cy.getElementById('{focused}').position();
         return p.x >= ext.x1 && p.x <= ext.x2 && p.y >= ext.y1 && p.y <= ext.y2;
     }}""")
     assert in_view

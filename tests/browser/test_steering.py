@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from planner_ui.models import Run
 
-from .flows import login, submit_task
+from .flows import login, open_step, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -33,6 +33,7 @@ def test_edit_a_pending_step_while_another_runs_pause_and_resume(
     expect(page.locator("#pause-run")).to_be_visible(timeout=30_000)
 
     # The last step has not started: it is edited while the first one runs.
+    open_step(page, "write-short-summary")
     card = page.locator("#step-write-short-summary")
     card.locator("summary", has_text="Edit step").click()
     card.get_by_label("Instruction").fill("Write a haiku about the history of tea.")
