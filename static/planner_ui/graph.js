@@ -391,13 +391,18 @@
       return best;
     }
 
+    // A step the keyboard reaches outside the view is brought into it: a large plan is
+    // navigated from the keyboard too.
+    function bringIntoView(node) {
+      const ext = cy.extent(), p = node.position();
+      if (p.x < ext.x1 || p.x > ext.x2 || p.y < ext.y1 || p.y > ext.y2) { cy.center(node); place(); }
+    }
+
     function focusStep(id) {
       const node = cy.getElementById(String(id));
       const button = buttons.get(String(id));
       if (node.empty() || !button) return false;
-      // Brought into view if it is outside it: a large plan is navigated from the keyboard too.
-      const ext = cy.extent(), p = node.position();
-      if (p.x < ext.x1 || p.x > ext.x2 || p.y < ext.y1 || p.y > ext.y2) { cy.center(node); place(); }
+      bringIntoView(node);
       button.focus({preventScroll: true});
       return true;
     }
@@ -423,6 +428,10 @@
         return;
       }
       container.dispatchEvent(new CustomEvent("plangraph:select", {bubbles: true, detail: {stepId: id, keyboard: true}}));
+    });
+    list.addEventListener("focusin", (e) => {
+      const button = e.target.closest(".plan-graph-step");
+      if (button) bringIntoView(cy.getElementById(button.dataset.stepId));
     });
     list.addEventListener("keydown", (e) => {
       const button = e.target.closest(".plan-graph-step");

@@ -29,11 +29,12 @@ def test_edit_a_pending_step_while_another_runs_pause_and_resume(
     make_user("alice", "pw-for-tests-1")
     login(page, daphne_url, "alice", "pw-for-tests-1")
     submit_task(page, TASK)
+    # Its card is opened first: it stays open through the approval's reload.
+    open_step(page, "write-short-summary")
     page.click("#approve-plan")
     expect(page.locator("#pause-run")).to_be_visible(timeout=30_000)
 
     # The last step has not started: it is edited while the first one runs.
-    open_step(page, "write-short-summary")
     card = page.locator("#step-write-short-summary")
     card.locator("summary", has_text="Edit step").click()
     card.get_by_label("Instruction").fill("Write a haiku about the history of tea.")
