@@ -352,7 +352,7 @@
         button.setAttribute("aria-label", describe(node));
         button.dataset.status = node.data("status");
         button.dataset.classes = node.classes().filter((c) => c !== "step").join(" ");
-        button.setAttribute("aria-pressed", node.selected() ? "true" : "false");
+        if (node.selected()) button.setAttribute("aria-current", "true"); else button.removeAttribute("aria-current");
       });
       for (const [id, button] of buttons) {
         if (!seen.has(id)) { button.parentElement.remove(); buttons.delete(id); }
