@@ -359,6 +359,9 @@ def render_run(
         "files": run_files(run),
         "timeline": run_timeline(run),
         "steps_done": sum(1 for s in steps if s.status in FINISHED_STEP_STATUSES),
+        "result_long": (
+            run.result.count("\n") >= RESULT_FOLD_LINES or len(run.result) > RESULT_FOLD_CHARS
+        ),
         **run_approvals(run),
         **_cards_context(run, steps, tools),
         "notice": notice,
@@ -402,6 +405,10 @@ def going_back(run: Run) -> bool:
 # A step's output longer than this is folded in its panel until a person asks for the rest.
 OUTPUT_FOLD_LINES = 6
 OUTPUT_FOLD_CHARS = 600
+# The deliverable folds later: it is what the page is for, but a long one pushed the timeline
+# and the rest of a finished run out of its two screens.
+RESULT_FOLD_LINES = 20
+RESULT_FOLD_CHARS = 1500
 
 
 def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[str, Any]:

@@ -50,6 +50,12 @@ def test_the_finished_first_example_fits_in_two_screens(
     assert graph_top < 360, graph_top
     height = page.evaluate("document.documentElement.scrollHeight")
     assert height <= 2 * 900, f"the finished run page is {height} px tall"
+    # A long deliverable is folded, and opens whole on "Show more".
+    result = page.locator("#result-body")
+    folded = result.bounding_box()["height"]
+    page.locator("#result .show-more").click()
+    expect(page.locator("#result .show-more")).to_have_text("Show less")
+    assert result.bounding_box()["height"] > folded
 
 
 def test_a_step_opens_beside_the_graph_from_a_click_and_from_the_keyboard(
