@@ -137,12 +137,13 @@ def start_worker(
     loglevel: str = "INFO",
     log_path: Path | None = None,
     app: str = "agentsite",
-    queue: str = "agentsite",
+    queue: str | None = None,
     beat: bool = False,
     cwd: Path | None = None,
     nice: int = 0,
 ) -> subprocess.Popen:
-    """Start one Celery worker process of `app` (the agentsite one) on `queue`.
+    """Start one Celery worker process of `app` (the agentsite one) on `queue`, by default the
+    queue its settings name (agentsite's: AGENTSITE_PREFIX's).
 
     env is laid over os.environ. Celery reads a hostname without "@" as the host part, so
     "worker-%h" names the node "celery@worker-<host>"; pass "name@%h" to choose the name.
@@ -150,7 +151,7 @@ def start_worker(
     """
     command = [
         sys.executable, "-m", "celery", "-A", app, "worker",
-        "-Q", queue,
+        *(["-Q", queue] if queue else []),
         "-P", pool,
         "-c", str(concurrency),
         "-n", hostname,

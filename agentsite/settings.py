@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -240,9 +241,18 @@ def kombu_url(redis_url: str) -> str:
     return redis_url
 
 
-# Two installs may share one Redis server. Pub/sub ignores the database number, so each names its
-# channels (and its keys) with a prefix of its own.
+# Two installs may share one Redis server, even one database of it. Pub/sub ignores the database
+# number, so each names everything it keeps there with a prefix of its own: its channels, its
+# keys, and Celery's queue, keys and exchanges (below).
 AGENTSITE_PREFIX = os.environ.get("AGENTSITE_PREFIX", "agentsite")
+if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}", AGENTSITE_PREFIX):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"AGENTSITE_PREFIX is {AGENTSITE_PREFIX!r}: it names this installation's queue, keys and "
+        "channels in Redis, so it must be 1 to 63 letters, digits, '_', '.' or '-', starting "
+        "with a letter or digit (e.g. agentsite-staging)."
+    )
 
 CHANNEL_LAYERS = {
     "default": {
@@ -269,10 +279,22 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_interval": int(os.environ.get("CELERY_UNACKED_RESTORE_INTERVAL", "10")),
     "unacked_restore_throttle": int(os.environ.get("CELERY_UNACKED_RESTORE_THROTTLE", "10")),
 }
+# Every other prefix names Celery's keys in Redis too, its queue and its exchanges, so that
+# installs sharing one Redis database never take each other's tasks and `celery inspect` or
+# `control` reaches only this install's workers. The default prefix keeps Celery's own names: an
+# install from before the prefix named them finds its queue where it left it.
+_CELERY_NAMES_DEFAULT = AGENTSITE_PREFIX == "agentsite"
+if not _CELERY_NAMES_DEFAULT:
+    CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = f"{AGENTSITE_PREFIX}:"
+# The workers consume this queue, named here, not on their command line (no -Q).
+CELERY_TASK_DEFAULT_QUEUE = AGENTSITE_PREFIX
+# On Redis the key prefix keeps the control and event channels apart too (kombu prefixes their
+# PUBLISH and SUBSCRIBE); on another broker, the control exchange's name does. (Celery reads
+# CELERY_EVENT_EXCHANGE as a deprecated old name: on such a broker, use a virtual host.)
+CELERY_CONTROL_EXCHANGE = "celery" if _CELERY_NAMES_DEFAULT else AGENTSITE_PREFIX
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-CELERY_TASK_DEFAULT_QUEUE = "agentsite"
 # Celery closes a worker's database connection before and after every task unless told to
 # reuse it: opening one costs more than a short step's own queries. Closed every 2 x this many
 # tasks; Django still replaces a connection that broke.

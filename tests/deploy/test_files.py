@@ -18,6 +18,12 @@ def test_the_procfile_has_the_web_server_workers_beat_and_migrations():
     assert set(procfile()) == {"release", "web", "worker", "beat"}
 
 
+def test_workers_take_their_queue_from_the_settings():
+    # -Q would name one queue for every install: AGENTSITE_PREFIX names it (settings).
+    compose = (REPO / "compose.yaml").read_text()
+    assert "-Q" not in procfile()["worker"] and " -Q " not in compose
+
+
 def test_compose_runs_the_procfiles_commands():
     compose = (REPO / "compose.yaml").read_text()
     commands = re.findall(r"^    command: (.+)$", compose, re.M)

@@ -106,6 +106,8 @@ print(json.dumps({
     "visibility": app.conf.broker_transport_options["visibility_timeout"],
     "acks_late": app.conf.task_acks_late,
     "queue": app.conf.task_default_queue,
+    "keyprefix": app.conf.broker_transport_options.get("global_keyprefix"),
+    "control": app.conf.control_exchange,
     "reuse": app.conf.get("CELERY_DB_REUSE_MAX"),
     "serializer": app.conf.task_serializer,
 }))
@@ -137,6 +139,42 @@ def test_celery_reads_every_celery_setting_from_the_environment(tmp_path):
         "visibility": 77,
         "acks_late": True,
         "queue": "agentsite",
+        # The default prefix keeps Celery's own names: an older install's queue stays found.
+        "keyprefix": None,
+        "control": "celery",
         "reuse": 9,
         "serializer": "json",  # Celery's own default, where Django sets nothing
     }
+
+
+def celery_of(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    base = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "REDIS_URL", "CELERY_", "EMAIL_", "AGENTSITE_"))
+    }
+    base.update(
+        DJANGO_SETTINGS_MODULE="agentsite.settings",
+        AGENTSITE_VAR_DIR=str(tmp_path),
+        REDIS_URL="redis://redis.internal:6379/0",
+        DJANGO_SECRET_KEY="k",
+        **env,
+    )
+    return subprocess.run(
+        [sys.executable, "-c", CELERY_PROBE], cwd=REPO, env=base, capture_output=True,
+        text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_another_prefix_names_the_queue_the_brokers_keys_and_the_control_exchange(tmp_path):
+    result = celery_of(tmp_path, AGENTSITE_PREFIX="staging")
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen["unread"] == []
+    assert (seen["queue"], seen["keyprefix"], seen["control"]) == ("staging", "staging:", "staging")
+
+
+def test_a_prefix_redis_cannot_hold_is_refused_at_start_up(tmp_path):
+    result = celery_of(tmp_path, AGENTSITE_PREFIX="my site")
+    assert result.returncode != 0
+    assert "AGENTSITE_PREFIX is 'my site': it names this installation's queue" in result.stderr
