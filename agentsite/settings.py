@@ -112,6 +112,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: /healthz and /readyz answer a probe whatever its Host header (agentsite.probes).
+    "agentsite.probes.ProbesMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "agentsite.csp.SitePolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

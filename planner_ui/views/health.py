@@ -1,5 +1,13 @@
 """For load balancers and orchestrators: /healthz says the process answers; /readyz says it can
-do its work (the database, Redis, and at least one worker that said it is alive).
+serve pages, that is, its database answers. Redis and the workers are reported beside it, as
+information: without a worker the pages still serve (the approvals inbox, finished runs, a
+task that waits), and a load balancer that took every web server out for want of a worker
+would take the whole site down with them.
+
+Both answer whatever the Host header (agentsite.probes answers them before the host check: a
+probe by address names no host), and /readyz within about READY_DEADLINE_S whatever the
+database does: each check runs in a thread of its own, and one that has not answered by then
+counts as not answering.
 
 Only staff see what /readyz checked: the workers' host names and the errors' text describe the
 deployment to whoever asks. Everyone else, the orchestrator included, gets the status alone,
@@ -7,6 +15,12 @@ which is all a probe reads."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from django.conf import settings
 from django.db import DatabaseError, connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
@@ -14,6 +28,13 @@ from django.views.decorators.http import require_GET
 
 from planner_ui.selectors.workers import workers_alive
 from planner_ui.services.redis_store import redis_client
+
+# Every check together answers within this; a load balancer's probe usually waits 2 to 5 s.
+READY_DEADLINE_S = 1.5
+# A database that accepts connections and never answers (a stopped or partitioned server) holds
+# a check's thread until the connect timeout: a few threads, so such checks cannot pile up;
+# while they are all stuck, a check waits its turn and counts as not answering.
+_checks = ThreadPoolExecutor(max_workers=4, thread_name_prefix="readyz")
 
 
 @never_cache
@@ -25,21 +46,59 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @never_cache
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
-    checks = {"database": _database(), "redis": _redis(), "workers": _workers()}
-    ready = all(check["ok"] for check in checks.values())
+    return ready_response(request, details_allowed=True)
+
+
+def ready_response(request: HttpRequest, *, details_allowed: bool) -> JsonResponse:
+    """/readyz's answer; staff see the checks when details_allowed (their session is read only
+    once the database answered: reading it from one that does not would hang)."""
+    checks = _run_checks({"database": _database, "redis": _redis, "workers": _workers})
+    ready = checks["database"]["ok"]
     body: dict = {"ready": ready}
-    if request.user.is_active and request.user.is_staff:
+    if details_allowed and ready and request.user.is_active and request.user.is_staff:
         body["checks"] = checks
     return JsonResponse(body, status=200 if ready else 503)
 
 
+def _run_checks(checks: dict[str, Callable[[], dict]]) -> dict[str, dict]:
+    started = {name: _checks.submit(check) for name, check in checks.items()}
+    deadline = time.monotonic() + READY_DEADLINE_S
+    results = {}
+    for name, future in started.items():
+        try:
+            results[name] = future.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            results[name] = {"ok": False, "error": f"no answer within {READY_DEADLINE_S:g} s"}
+    return results
+
+
 def _database() -> dict:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
+        if connection.vendor == "postgresql":
+            _postgresql_answers()
+        else:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT 1")
+            finally:
+                connection.close()  # this check thread's own; none kept between probes
         return {"ok": True}
     except DatabaseError as exc:
         return {"ok": False, "error": f"the database does not answer: {exc}"}
+
+
+def _postgresql_answers() -> None:
+    """SELECT 1 on a connection of its own: a connection of the pool may be the one stuck, and
+    a new one gives up after the connect timeout instead of the operating system's minutes."""
+    import psycopg
+
+    params = connection.get_connection_params()
+    params["connect_timeout"] = max(1, round(READY_DEADLINE_S))
+    try:
+        with psycopg.connect(**params, autocommit=True) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        raise DatabaseError(str(exc)) from exc
 
 
 def _redis() -> dict:
@@ -55,5 +114,9 @@ def _workers() -> dict:
     if alive is None:
         return {"ok": False, "error": "cannot ask Redis which workers are alive"}
     if not alive:
-        return {"ok": False, "error": "no worker has said it is alive lately: start one"}
+        return {
+            "ok": False,
+            "error": f"no worker has said it is alive in the last "
+            f"{settings.AGENTSITE_WORKER_ALIVE_S:g} s: start one (the pages still serve)",
+        }
     return {"ok": True, "alive": alive}

@@ -65,7 +65,6 @@ from planner_ui.selectors.runs import (
 from planner_ui.selectors.timeline import run_timeline, runs_timing
 from planner_ui.selectors.tools import tools_for_run, tools_for_user
 from planner_ui.selectors.usage import model_suggestions, run_usage
-from planner_ui.selectors.workers import workers_alive
 from planner_ui.services.plans import PlanConflict
 from planner_ui.services.providers import routes_for_run
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
@@ -254,9 +253,6 @@ def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
         "providers": provider_status(staff=user.is_staff),
         "local": local_models_panel() if user.is_staff else None,
         "model_suggestions": model_suggestions(),
-        # The form still takes a task without a worker: it waits, and the person is told.
-        "workers": workers_alive(),
-        "worker_alive_s": round(settings.AGENTSITE_WORKER_ALIVE_S),
         # Whether shell and python are offered, and how they run (or why not).
         "commands": COMMANDS,
     }

@@ -1,13 +1,23 @@
 """/healthz answers while the process runs; /readyz says whether the site can do its work, and
-what is missing when it cannot. The submission form warns when no worker is alive."""
+what is missing when it cannot, whatever Host a probe names and whatever the database does.
+The form and a running run's page warn when no worker is alive."""
 
 from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 from django.urls import reverse
 
+from agentsite import embedded
 from planner_ui.services.leases import worker_alive_beat
 from planner_ui.services.redis_store import redis_client, redis_key
+from tests.conftest import child_env
 
 
 @pytest.fixture(autouse=True)
@@ -34,22 +44,28 @@ def client_staff(make_user):
 
 
 @pytest.mark.django_db
-def test_readyz_says_what_is_missing_to_staff(client_staff, client):
-    assert client.get("/readyz").json() == {"ready": False}  # anyone else: the status alone
+def test_readyz_stays_ready_without_workers_and_tells_staff_what_is_missing(client_staff, client):
+    # Without a worker the pages still serve: a load balancer must keep sending people here.
+    anyone = client.get("/readyz")
+    assert (anyone.status_code, anyone.json()) == (200, {"ready": True})  # the status alone
     response = client_staff.get("/readyz")
-    assert response.status_code == 503
+    assert response.status_code == 200
     assert response.json() == {
-        "ready": False,
+        "ready": True,
         "checks": {
             "database": {"ok": True},
             "redis": {"ok": True},
-            "workers": {"ok": False, "error": "no worker has said it is alive lately: start one"},
+            "workers": {
+                "ok": False,
+                "error": "no worker has said it is alive in the last 30 s: start one (the "
+                "pages still serve)",
+            },
         },
     }
 
 
 @pytest.mark.django_db
-def test_readyz_is_ready_with_a_live_worker(client_staff):
+def test_readyz_lists_the_live_workers_to_staff(client_staff):
     beat = worker_alive_beat("celery@machine-b")
     try:
         response = client_staff.get("/readyz")
@@ -57,6 +73,23 @@ def test_readyz_is_ready_with_a_live_worker(client_staff):
         beat.stop()
     assert response.status_code == 200
     assert response.json()["checks"]["workers"] == {"ok": True, "alive": ["celery@machine-b"]}
+
+
+@pytest.mark.django_db
+def test_probes_answer_whatever_host_they_name(client, client_staff, settings):
+    # The README's production host list; a load balancer probes by address, over plain HTTP.
+    settings.ALLOWED_HOSTS = ["agents.example.com"]
+    settings.SECURE_SSL_REDIRECT = True
+    for host in ("10.0.0.7:8000", "[fd00::7]", "agents.example.com"):
+        healthz = client.get("/healthz", HTTP_HOST=host)
+        assert (healthz.status_code, healthz.json()) == (200, {"status": "ok"}), host
+        readyz = client.get("/readyz", HTTP_HOST=host)
+        assert (readyz.status_code, readyz.json()) == (200, {"ready": True}), host
+        # Staff's session names the site's host; by address, no details.
+        staff = client_staff.get("/readyz", HTTP_HOST=host, secure=True)
+        assert ("checks" in staff.json()) is (host == "agents.example.com"), host
+    # Everything else still checks the host.
+    assert client.get("/accounts/login/", HTTP_HOST="10.0.0.7", secure=True).status_code == 400
 
 
 @pytest.mark.django_db
@@ -76,3 +109,87 @@ def test_the_form_says_nothing_while_a_worker_is_alive(client_alice):
     finally:
         beat.stop()
     assert 'id="no-workers"' not in page
+
+
+@pytest.mark.django_db
+def test_the_run_page_says_its_steps_wait_while_no_worker_is_alive(client_alice, alice):
+    from planner_ui.models import Run
+
+    run = Run.objects.create(owner=alice, task="Research tea", status="running")
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "No worker has answered in the last 30 s: this run's steps wait" in page
+    beat = worker_alive_beat("celery@machine-d")
+    try:
+        assert (
+            'id="no-workers"'
+            not in client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+        )
+    finally:
+        beat.stop()
+    run.status = "succeeded"  # a finished run waits for nobody
+    run.save()
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert 'id="no-workers"' not in page
+
+
+@pytest.fixture
+def silent_postgres():
+    """A TCP port that accepts connections and never says a word, as a stopped or cut-off
+    PostgreSQL looks from a web server."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listener.close()
+
+
+@pytest.mark.stack
+def test_a_server_probed_by_address_answers_within_2_s_while_postgresql_is_silent(
+    silent_postgres, tmp_path
+):
+    port = embedded.free_port()
+    env = child_env(
+        DJANGO_SETTINGS_MODULE="agentsite.settings",
+        DJANGO_SECRET_KEY="probes",
+        DJANGO_ALLOWED_HOSTS="agents.example.com",
+        AGENTSITE_VAR_DIR=str(tmp_path),
+        DATABASE_URL=f"postgres://agentsite@127.0.0.1:{silent_postgres}/agentsite",
+    )
+    daphne = embedded.start_daphne(env=env, port=port, log_path=tmp_path / "daphne.log")
+    try:
+        base = f"http://127.0.0.1:{port}"  # by address, as a load balancer probes
+        embedded.wait_for_http(base + "/healthz", timeout=60)
+        assert _get(base + "/healthz")[:2] == (200, {"status": "ok"})
+        for _ in range(3):
+            status, body, took = _get(base + "/readyz")
+            assert (status, body) == (503, {"ready": False})
+            assert took < 2.0, f"/readyz took {took:.2f} s"
+    finally:
+        embedded.stop_processes([daphne])
+
+
+def _get(url: str) -> tuple[int, dict, float]:
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            status, raw = answer.status, answer.read()
+    except urllib.error.HTTPError as refused:
+        status, raw = refused.code, refused.read()
+    return status, json.loads(raw), time.monotonic() - started
