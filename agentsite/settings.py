@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from datetime import timedelta
 from pathlib import Path
 
@@ -190,6 +191,44 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         # A file, not memory: the worker and Daphne processes of the tests must see it.
         "NAME": os.environ.get("AGENTSITE_TEST_DB", str(VAR_DIR / "test.sqlite3")),
     }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A pool of at most AGENTSITE_DB_POOL_MAX connections per process (a web server, each process
+    # of a worker's pool and its main process), kept down to AGENTSITE_DB_POOL_MIN when idle. A
+    # connection goes back to the pool when a request or a task is done with it: Daphne runs each
+    # request in a thread of its own, and with persistent connections (DATABASE_CONN_MAX_AGE) every
+    # such thread kept one, 83 for one idle web server after a burst, 97 under load against
+    # PostgreSQL's 100. AGENTSITE_DB_POOL_MAX=0: no pool, a connection per request or task (behind
+    # PgBouncer in transaction mode, for instance).
+    AGENTSITE_DB_POOL_MAX = int(os.environ.get("AGENTSITE_DB_POOL_MAX") or 4)
+    AGENTSITE_DB_POOL_MIN = min(
+        AGENTSITE_DB_POOL_MAX, int(os.environ.get("AGENTSITE_DB_POOL_MIN") or 1)
+    )
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    # A server that does not answer fails a connection in seconds, not the system's minutes.
+    _options.setdefault("connect_timeout", 5)
+    # pg_stat_activity says which machine and process holds each connection (a worker's pool
+    # processes show their main process's id).
+    _options.setdefault("application_name", f"agentsite {socket.gethostname()} {os.getpid()}"[:63])
+    if AGENTSITE_DB_POOL_MAX > 0:
+        if DATABASES["default"]["CONN_MAX_AGE"]:
+            from django.core.exceptions import ImproperlyConfigured
+
+            raise ImproperlyConfigured(
+                "DATABASE_CONN_MAX_AGE is set, and PostgreSQL connections come from a pool of "
+                "AGENTSITE_DB_POOL_MAX per process: unset DATABASE_CONN_MAX_AGE (the pool keeps "
+                "its connections), or set AGENTSITE_DB_POOL_MAX=0 to have no pool."
+            )
+        _options["pool"] = {
+            "min_size": AGENTSITE_DB_POOL_MIN,
+            "max_size": AGENTSITE_DB_POOL_MAX,
+            # A request or a task waits this long for a connection when all are in use.
+            "timeout": float(os.environ.get("AGENTSITE_DB_POOL_TIMEOUT_S") or 10),
+            # Connections above the minimum close after this long unused.
+            "max_idle": 60,
+        }
+        from agentsite.db_pool import forget_inherited_pool_after_fork
+
+        forget_inherited_pool_after_fork()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 

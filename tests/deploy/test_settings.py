@@ -10,6 +10,11 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# What the settings read: a probe starts without the shell's (make test-postgres sets
+# DATABASE_URL, for one).
+ENVIRONMENT_OF_THE_SETTINGS = (
+    "DJANGO_", "REDIS_URL", "CELERY_", "EMAIL_", "AGENTSITE_", "DATABASE_"
+)  # fmt: skip
 
 PROBE = """
 import json, django
@@ -26,6 +31,8 @@ print(json.dumps({
     "prefix": s.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
     "email": [s.EMAIL_BACKEND, s.EMAIL_HOST, s.EMAIL_PORT, s.EMAIL_USE_TLS],
     "conn_max_age": s.DATABASES["default"]["CONN_MAX_AGE"],
+    "options": {k: v for k, v in s.DATABASES["default"].get("OPTIONS", {}).items()
+                if k != "application_name"},
 }))
 """
 
@@ -34,7 +41,7 @@ def settings_of(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     base = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("DJANGO_", "REDIS_URL", "CELERY_", "EMAIL_", "AGENTSITE_"))
+        if not key.startswith(ENVIRONMENT_OF_THE_SETTINGS)
     }
     base.update(DJANGO_SETTINGS_MODULE="agentsite.settings", AGENTSITE_VAR_DIR=str(tmp_path), **env)
     return subprocess.run(
@@ -84,6 +91,11 @@ def test_a_production_setup_reads_everything_from_the_environment(tmp_path):
         "prefix": "staging",
         "email": ["django.core.mail.backends.smtp.EmailBackend", "smtp.example.com", 587, True],
         "conn_max_age": 60,
+        "options": {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
     }
 
 
@@ -118,7 +130,7 @@ def test_celery_reads_every_celery_setting_from_the_environment(tmp_path):
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("DJANGO_", "REDIS_URL", "CELERY_", "EMAIL_", "AGENTSITE_"))
+        if not key.startswith(ENVIRONMENT_OF_THE_SETTINGS)
     }
     env.update(
         DJANGO_SETTINGS_MODULE="agentsite.settings",
@@ -151,7 +163,7 @@ def celery_of(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     base = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("DJANGO_", "REDIS_URL", "CELERY_", "EMAIL_", "AGENTSITE_"))
+        if not key.startswith(ENVIRONMENT_OF_THE_SETTINGS)
     }
     base.update(
         DJANGO_SETTINGS_MODULE="agentsite.settings",
@@ -178,3 +190,30 @@ def test_a_prefix_redis_cannot_hold_is_refused_at_start_up(tmp_path):
     result = celery_of(tmp_path, AGENTSITE_PREFIX="my site")
     assert result.returncode != 0
     assert "AGENTSITE_PREFIX is 'my site': it names this installation's queue" in result.stderr
+
+
+def test_postgresql_connections_come_from_a_small_pool_per_process(tmp_path):
+    url = "postgres://agentsite@db.internal:5432/agentsite"
+    result = settings_of(tmp_path, DATABASE_URL=url, AGENTSITE_DB_POOL_MAX="3")
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    assert seen["conn_max_age"] == 0
+    assert seen["options"] == {
+        "connect_timeout": 5,
+        "pool": {"min_size": 1, "max_size": 3, "timeout": 10.0, "max_idle": 60},
+    }
+    no_pool = settings_of(tmp_path, DATABASE_URL=url, AGENTSITE_DB_POOL_MAX="0")
+    assert json.loads(no_pool.stdout)["options"] == {"connect_timeout": 5}
+
+
+def test_persistent_connections_beside_the_pool_are_refused_with_what_to_do(tmp_path):
+    result = settings_of(
+        tmp_path,
+        DATABASE_URL="postgres://agentsite@db.internal:5432/agentsite",
+        DATABASE_CONN_MAX_AGE="60",
+    )
+    assert result.returncode != 0
+    assert (
+        "DATABASE_CONN_MAX_AGE is set, and PostgreSQL connections come from a pool of "
+        "AGENTSITE_DB_POOL_MAX per process: unset DATABASE_CONN_MAX_AGE"
+    ) in result.stderr
