@@ -50,3 +50,24 @@ def test_the_image_installs_no_embedded_redis_and_runs_as_a_user():
         and "embedded" not in re.findall(r"pip install[^\n]*", dockerfile)[0]
     )
     assert re.search(r"^USER agentsite$", dockerfile, re.M)
+
+
+def test_every_lasting_service_restarts_and_says_whether_it_is_healthy():
+    import yaml
+
+    services = yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
+    assert set(services) == {"db", "redis", "migrate", "web", "worker", "beat"}
+    for name, service in services.items():
+        if name == "migrate":  # a one-off: done once it has migrated
+            assert service["restart"] == "no"
+            continue
+        assert service["restart"] == "unless-stopped", name
+        assert service["healthcheck"]["test"], name
+    # The web server's probe names no host of DJANGO_ALLOWED_HOSTS (agentsite.probes answers).
+    assert "http://127.0.0.1:8000/healthz" in " ".join(services["web"]["healthcheck"]["test"])
+    assert (
+        "inspect ping --destination celery@$$HOSTNAME"
+        in services["worker"]["healthcheck"]["test"][1]
+    )
+    # Persistent connections beside the pool are refused at start-up (settings).
+    assert "DATABASE_CONN_MAX_AGE" not in services["web"]["environment"]
