@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import redis
 
 from agentsite import embedded
 from tests.conftest import child_env, wait_until
@@ -138,6 +139,10 @@ def test_each_installation_runs_its_own_tasks_and_no_other(installations):
         assert sorted(planned) == sorted(own_runs[install.name]), (install.name, lines)
         assert {run for _, run in lines} == own_runs[install.name], (install.name, lines)
         assert sum(kind == "execute_step" for kind, _ in lines) >= RUNS_EACH
+    # B's broker keys carry its prefix, its queue's binding included; A's keep Celery's names.
+    keys = {key.decode() for key in redis.Redis.from_url(a.env["REDIS_URL"]).keys("*")}
+    assert {"_kombu.binding.agentsite", "agentsite-b:_kombu.binding.agentsite-b"} <= keys, keys
+    assert not {key for key in keys if key.startswith("_kombu.binding.agentsite-b")}, keys
 
 
 def test_celery_control_of_one_installation_reaches_only_its_own_worker(installations):
