@@ -209,6 +209,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # pg_stat_activity says which machine and process holds each connection (a worker's pool
     # processes show their main process's id).
     _options.setdefault("application_name", f"agentsite {socket.gethostname()} {os.getpid()}"[:63])
+    # Behind PgBouncer in transaction mode a cursor may not outlive its transaction on the
+    # server it was opened on: DATABASE_DISABLE_SERVER_SIDE_CURSORS=true (README, PgBouncer).
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = _env_bool(
+        "DATABASE_DISABLE_SERVER_SIDE_CURSORS"
+    )
     if AGENTSITE_DB_POOL_MAX > 0:
         if DATABASES["default"]["CONN_MAX_AGE"]:
             from django.core.exceptions import ImproperlyConfigured

@@ -31,6 +31,7 @@ print(json.dumps({
     "prefix": s.CHANNEL_LAYERS["default"]["CONFIG"]["prefix"],
     "email": [s.EMAIL_BACKEND, s.EMAIL_HOST, s.EMAIL_PORT, s.EMAIL_USE_TLS],
     "conn_max_age": s.DATABASES["default"]["CONN_MAX_AGE"],
+    "server_side_cursors": not s.DATABASES["default"].get("DISABLE_SERVER_SIDE_CURSORS"),
     "options": {k: v for k, v in s.DATABASES["default"].get("OPTIONS", {}).items()
                 if k != "application_name"},
 }))
@@ -91,6 +92,7 @@ def test_a_production_setup_reads_everything_from_the_environment(tmp_path):
         "prefix": "staging",
         "email": ["django.core.mail.backends.smtp.EmailBackend", "smtp.example.com", 587, True],
         "conn_max_age": 60,
+        "server_side_cursors": True,
         "options": {
             "timeout": 30,
             "transaction_mode": "IMMEDIATE",
@@ -202,8 +204,16 @@ def test_postgresql_connections_come_from_a_small_pool_per_process(tmp_path):
         "connect_timeout": 5,
         "pool": {"min_size": 1, "max_size": 3, "timeout": 10.0, "max_idle": 60},
     }
-    no_pool = settings_of(tmp_path, DATABASE_URL=url, AGENTSITE_DB_POOL_MAX="0")
+    # Behind PgBouncer in transaction mode: no pool of its own, no server-side cursors.
+    no_pool = settings_of(
+        tmp_path,
+        DATABASE_URL=url,
+        AGENTSITE_DB_POOL_MAX="0",
+        DATABASE_DISABLE_SERVER_SIDE_CURSORS="true",
+    )
     assert json.loads(no_pool.stdout)["options"] == {"connect_timeout": 5}
+    assert json.loads(no_pool.stdout)["server_side_cursors"] is False
+    assert seen["server_side_cursors"] is True
 
 
 def test_persistent_connections_beside_the_pool_are_refused_with_what_to_do(tmp_path):
