@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import redis
+from django.conf import settings
 
 from planner_ui.models import Sweep
 from planner_ui.services import sql
@@ -36,3 +37,15 @@ def seconds_since_sweep() -> float | None:
         return None
     swept_at, now = (sql.datetime_of(value) for value in found[0])
     return max(0.0, (now - swept_at).total_seconds())
+
+
+def sweep_late_after_s() -> float:
+    """How long without a sweep means no worker sweeps: a few of their periods, at least a
+    minute (a worker's first sweep comes a period after it starts)."""
+    return max(60.0, 3 * settings.AGENTSITE_SWEEP_S)
+
+
+def sweep_is_late(since: float | None) -> bool:
+    """Whether the fleet's sweep is overdue, `since` being seconds_since_sweep(). Before the
+    first sweep nothing is overdue: a new site has no worker yet, which is said apart."""
+    return since is not None and since > sweep_late_after_s()

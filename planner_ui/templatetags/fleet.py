@@ -9,7 +9,7 @@ from typing import Any
 from django import template
 from django.conf import settings
 
-from planner_ui.selectors.workers import workers_alive
+from planner_ui.selectors.workers import seconds_since_sweep, sweep_is_late, workers_alive
 
 register = template.Library()
 
@@ -21,8 +21,13 @@ def fleet_banner(run: Any = None) -> dict[str, Any]:
     if run is not None and run.is_finished:
         return {"show": False}
     workers = workers_alive()
+    # With workers alive but no sweep for a while, a lost worker's steps wait for nobody.
+    since = seconds_since_sweep() if workers else None
+    sweep_late = sweep_is_late(since)
     return {
-        "show": not workers,
+        "show": not workers or sweep_late,
+        "sweep_late": sweep_late,
+        "since_sweep_s": round(since or 0),
         "redis_down": workers is None,
         "run": run,
         "worker_alive_s": round(settings.AGENTSITE_WORKER_ALIVE_S),

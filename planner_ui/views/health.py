@@ -26,7 +26,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from planner_ui.selectors.workers import workers_alive
+from planner_ui.selectors.workers import seconds_since_sweep, sweep_is_late, workers_alive
 from planner_ui.services.redis_store import redis_client
 
 # Every check together answers within this; a load balancer's probe usually waits 2 to 5 s.
@@ -52,7 +52,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
 def ready_response(request: HttpRequest, *, details_allowed: bool) -> JsonResponse:
     """/readyz's answer; staff see the checks when details_allowed (their session is read only
     once the database answered: reading it from one that does not would hang)."""
-    checks = _run_checks({"database": _database, "redis": _redis, "workers": _workers})
+    checks = _run_checks(
+        {"database": _database, "redis": _redis, "workers": _workers, "sweep": _sweep}
+    )
     ready = checks["database"]["ok"]
     body: dict = {"ready": ready}
     if details_allowed and ready and request.user.is_active and request.user.is_staff:
@@ -120,3 +122,17 @@ def _workers() -> dict:
             f"{settings.AGENTSITE_WORKER_ALIVE_S:g} s: start one (the pages still serve)",
         }
     return {"ok": True, "alive": alive}
+
+
+def _sweep() -> dict:
+    """When the fleet last swept (information: pages serve without it)."""
+    since = seconds_since_sweep()
+    if since is None:
+        return {"ok": True, "seconds_since": None}
+    if sweep_is_late(since):
+        return {
+            "ok": False,
+            "seconds_since": round(since, 1),
+            "error": f"no sweep for {since:.0f} s: a dead worker's steps are not taken over",
+        }
+    return {"ok": True, "seconds_since": round(since, 1)}

@@ -5,14 +5,17 @@ The form and a running run's page warn when no worker is alive."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
 import urllib.error
 import urllib.request
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from agentsite import embedded
 from planner_ui.services.leases import worker_alive_beat
@@ -55,6 +58,7 @@ def test_readyz_stays_ready_without_workers_and_tells_staff_what_is_missing(clie
         "checks": {
             "database": {"ok": True},
             "redis": {"ok": True},
+            "sweep": {"ok": True, "seconds_since": None},
             "workers": {
                 "ok": False,
                 "error": "no worker has said it is alive in the last 30 s: start one (the "
@@ -193,3 +197,39 @@ def _get(url: str) -> tuple[int, dict, float]:
     except urllib.error.HTTPError as refused:
         status, raw = refused.code, refused.read()
     return status, json.loads(raw), time.monotonic() - started
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sweep_overdue_while_workers_live_is_said_on_the_form_and_to_staff(
+    client_alice, client_staff
+):
+    from planner_ui.models import Sweep
+
+    # The database's clock stamps a sweep: five minutes ago, no worker has swept since.
+    Sweep.objects.create(swept_at=timezone.now() - timedelta(minutes=5), swept_by="celery@gone")
+    beat = worker_alive_beat("celery@machine-d")
+    try:
+        page = client_alice.get(reverse("home")).content.decode()
+        ready = client_staff.get("/readyz")
+    finally:
+        beat.stop()
+    assert 'id="no-sweep"' in page and 'id="no-workers"' not in page
+    assert re.search(r"No sweep has run for 3\d\d s, though workers are alive", page)
+    # Information only: the site still serves its pages.
+    assert ready.status_code == 200
+    sweep = ready.json()["checks"]["sweep"]
+    assert sweep["ok"] is False and 299 < sweep["seconds_since"] < 400
+    assert sweep["error"].endswith("a dead worker's steps are not taken over")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_recent_sweep_says_nothing(client_alice):
+    from planner_ui.models import Sweep
+
+    Sweep.objects.create(swept_at=timezone.now(), swept_by="celery@here")
+    beat = worker_alive_beat("celery@machine-e")
+    try:
+        page = client_alice.get(reverse("home")).content.decode()
+    finally:
+        beat.stop()
+    assert 'id="no-sweep"' not in page and 'id="no-workers"' not in page
