@@ -14,8 +14,9 @@ def procfile() -> dict[str, str]:
     return dict(line.split(": ", 1) for line in lines if line.strip())
 
 
-def test_the_procfile_has_the_web_server_workers_beat_and_migrations():
-    assert set(procfile()) == {"release", "web", "worker", "beat"}
+def test_the_procfile_has_the_web_server_workers_and_migrations_and_no_beat():
+    # Every worker sweeps (services.sweeper): beat would be one process more that must not die.
+    assert set(procfile()) == {"release", "web", "worker"}
 
 
 def test_workers_take_their_queue_from_the_settings():
@@ -28,7 +29,7 @@ def test_compose_runs_the_procfiles_commands():
     compose = (REPO / "compose.yaml").read_text()
     commands = re.findall(r"^    command: (.+)$", compose, re.M)
     procs = procfile()
-    assert procs["worker"] in commands and procs["beat"] in commands
+    assert procs["worker"] in commands
     assert "python manage.py migrate --noinput" in commands
     assert any("daphne -b 0.0.0.0" in c and "agentsite.asgi:application" in c for c in commands)
     assert re.search(r"^  worker:\n(?:    .*\n)*?    deploy:\n      replicas: 2$", compose, re.M)
@@ -56,7 +57,7 @@ def test_every_lasting_service_restarts_and_says_whether_it_is_healthy():
     import yaml
 
     services = yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
-    assert set(services) == {"db", "redis", "migrate", "web", "worker", "beat"}
+    assert set(services) == {"db", "redis", "migrate", "web", "worker"}
     for name, service in services.items():
         if name == "migrate":  # a one-off: done once it has migrated
             assert service["restart"] == "no"
