@@ -282,6 +282,8 @@ def run_step(
                 content, is_error = _example_refusal(call.name, example), True
             elif tool.effect is Effect.READ and (earlier := _just_answered(state, call)):
                 content, is_error = _repeat_refusal(call.name, earlier), True
+            elif tool.effect is Effect.READ and (failed := _just_failed(state, call)):
+                content, is_error = _failed_again(call.name, failed), True
             else:
                 try:
                     content, is_error = perform(call, tool, state.iteration)
@@ -427,20 +429,39 @@ def _refusing_irreversible(ctx: ToolContext) -> ToolRunner:
     return run_call
 
 
-def _just_answered(state: Checkpoint, call: ToolCall) -> str:
-    """The result of the same call (tool and arguments) in the step's previous turn, or "".
-    A small model may call a tool again and again with what it already has (seen: eight
-    identical calculator calls from Qwen2.5-Coder-1.5B until the step's cap)."""
+def _last_result(state: Checkpoint, call: ToolCall) -> ToolResult | None:
+    """The result of the same call (tool and arguments) in the step's previous turn, if any."""
     if len(state.messages) < 3 or state.messages[-2].get("role") != "tool":
-        return ""
+        return None
     previous = state.messages[-3].get("tool_calls") or []
     results = {r.tool_call_id: r for r in state.messages[-2].get("results", [])}
     for earlier in previous:
-        result = results.get(earlier.id)
-        same = (earlier.name, earlier.arguments) == (call.name, call.arguments)
-        if same and result is not None and not result.is_error:
-            return result.content
-    return ""
+        if (earlier.name, earlier.arguments) == (call.name, call.arguments):
+            return results.get(earlier.id)
+    return None
+
+
+def _just_answered(state: Checkpoint, call: ToolCall) -> str:
+    """The result of the same call in the step's previous turn, or "". A small model may call
+    a tool again and again with what it already has (seen: eight identical calculator calls
+    from Qwen2.5-Coder-1.5B until the step's cap)."""
+    result = _last_result(state, call)
+    return result.content if result is not None and not result.is_error else ""
+
+
+def _just_failed(state: Checkpoint, call: ToolCall) -> str:
+    """The error of the same call in the step's previous turn, or "" (seen: Qwen2.5-Coder-1.5B
+    asking read_file for a file that is not there six times over)."""
+    result = _last_result(state, call)
+    return result.content if result is not None and result.is_error else ""
+
+
+def _failed_again(name: str, error: str) -> str:
+    return (
+        f"{name} was not run again: this step made the same call in its last turn, and it "
+        f"failed:\n{error}\nThe same arguments fail the same way. Change them, use another "
+        f"tool, or call {REPORT_FAILURE_TOOL} with the reason."
+    )
 
 
 def _repeat_refusal(name: str, earlier: str) -> str:

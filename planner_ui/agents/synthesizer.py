@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from planner_ui.core.errors import StepFailed
-from planner_ui.core.grounding import unsupported_figures
+from planner_ui.core.grounding import figures, unsupported_figures
 from planner_ui.core.messages import ModelRequest, Usage
 from planner_ui.core.prompt_contract import echoes_scaffolding, unwrapped
 from planner_ui.core.text_calls import description_examples, echoed_example, is_call_shaped
@@ -110,7 +110,7 @@ def synthesize(
                 messages=[
                     *request.messages,
                     {"role": "assistant", "content": reply.text},
-                    {"role": "user", "content": _correction(problem)},
+                    {"role": "user", "content": _correction(problem, _stated(outputs))},
                 ],
             )
     if problem == SCAFFOLDING:
@@ -118,15 +118,23 @@ def synthesize(
     raise StepFailed(f"the synthesizer's reply was not a deliverable, twice: {problem}")
 
 
-def _correction(problem: str) -> str:
+def _correction(problem: str, stated: str = "") -> str:
     if problem == SCAFFOLDING:
         return ECHO_CORRECTION
     if problem.startswith("it states "):
         return (
             f"Check your figures: {problem}. Take every number from the step outputs as they "
             "state it, or say how it follows from them; write the corrected deliverable."
+            + (f" The step outputs state: {stated}." if stated else "")
         )
     return (
         f"Your reply is not the deliverable: {problem}. Write the deliverable itself from the "
         "step outputs, as Markdown."
     )
+
+
+def _stated(outputs: Sequence[tuple[str, str, str]]) -> str:
+    """The figures the step outputs state, for a model told its own are not among them (a
+    1.5B model wrote 300 again when only told to check; the outputs said 375)."""
+    values = dict.fromkeys(v for _, _, output in outputs for v in figures(output))
+    return ", ".join(list(values)[:12])

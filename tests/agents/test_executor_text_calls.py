@@ -299,3 +299,21 @@ def test_the_same_read_again_is_answered_with_its_result_not_run(tool_ctx: ToolC
         "turn, and its result was:\n6 * 7 = 42\nUse that result: reply with the step's result "
         "now, or make a different call."
     )
+
+
+def test_a_read_that_failed_is_not_made_again_with_the_same_arguments(tool_ctx) -> None:
+    # As Qwen2.5-Coder-1.5B asked for a file that is not there, six times over.
+    missing = ToolCall("a", "read_file", {"path": "calculator.txt"})
+    again = ToolCall("b", "read_file", {"path": "calculator.txt"})
+    provider = ScriptedProvider([reply("", missing), reply("", again), reply("No such file.")])
+
+    outcome, events = run(provider, step("read_file"), tool_ctx)
+
+    assert outcome.output == "No such file."
+    results = [payload for kind, payload in events if kind == "step.tool_result"]
+    assert results[0]["content"] == "read_file: no file 'calculator.txt' in the workspace"
+    assert results[1]["content"] == (
+        "read_file was not run again: this step made the same call in its last turn, and it "
+        "failed:\nread_file: no file 'calculator.txt' in the workspace\nThe same arguments fail "
+        "the same way. Change them, use another tool, or call report_failure with the reason."
+    )

@@ -174,6 +174,7 @@ def test_an_invented_figure_is_asked_for_again() -> None:
     assert asked.startswith(
         "Check your figures: it states 305, which neither the task nor any step output holds."
     )
+    assert asked.endswith("The step outputs state: 1500, 0.2, 300, 75, 375.")
 
 
 def test_a_figure_unaccounted_for_twice_stands_with_a_warning() -> None:
