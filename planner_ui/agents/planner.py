@@ -81,7 +81,7 @@ def make_plan(
             ]
             continue
         attempts.append(PlanAttempt(reply.text, reply.usage, []))
-        doubts = [] if standing else ungranted_mentions(plan, known)
+        doubts = [] if standing else ungranted_mentions(plan, known, task)
         if not doubts or len(attempts) == max_attempts:
             return PlanningResult(plan, attempts, model)
         standing = plan

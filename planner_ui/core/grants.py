@@ -20,10 +20,17 @@ def _mention(name: str) -> re.Pattern[str]:
     return re.compile(rf"\bthe {spelled}\b|\b{spelled} tool\b", re.IGNORECASE)
 
 
-def ungranted_mentions(plan: Plan, offered: Collection[str]) -> list[str]:
-    """One line per step whose instruction names an offered tool the step is not granted."""
+def ungranted_mentions(plan: Plan, offered: Collection[str], task: str = "") -> list[str]:
+    """One line per step whose instruction names an offered tool the step is not granted, and
+    one per tool the task itself names that no step is granted ("Compute it with the
+    calculator", planned as a step that writes a number it made up)."""
     patterns = {name: _mention(name) for name in sorted(offered)}
-    problems = []
+    granted_anywhere = {tool for step in plan.steps for tool in step.tools}
+    problems = [
+        f"the task says to use {name}, but no step is granted it"
+        for name, pattern in patterns.items()
+        if name not in granted_anywhere and pattern.search(task)
+    ]
     for step in plan.steps:
         named = [
             name

@@ -47,3 +47,14 @@ def test_words_that_name_no_tool(instruction: str) -> None:
 
 def test_only_offered_tools_count() -> None:
     assert ungranted_mentions(plan("Use the calculator.", []), ["python"]) == []
+
+
+def test_a_tool_the_task_names_must_be_granted_to_some_step() -> None:
+    task = "Compute 1500 * 0.2 + 75 with the calculator and report the result."
+    # As Qwen2.5-Coder-1.5B planned it: one step that "evaluates" and writes a file.
+    planned = plan("Evaluate 1500 * 0.2 + 75 and save the result.", ["write_file"])
+    assert ungranted_mentions(planned, OFFERED, task) == [
+        "the task says to use calculator, but no step is granted it"
+    ]
+    assert ungranted_mentions(plan("Evaluate it.", ["calculator"]), OFFERED, task) == []
+    assert ungranted_mentions(planned, OFFERED, "Compare Python and Go") == []
