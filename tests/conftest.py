@@ -22,9 +22,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     those, the crash tests go first: they start, kill and restart workers of their own, which
     must not share the queue with the session's worker. A browser test counts as one with real
     processes whatever its marks say: Playwright's sync API leaves an event loop behind in the
-    thread, and the async tests after it would fail."""
+    thread, and the async tests after it would fail. Tests that point this process's Celery
+    producer at a Redis of their own go very last: in the full run, the runs submitted after
+    them did not reach the session's workers (and every stack and browser test after failed)."""
 
     def order(item: pytest.Item) -> int:
+        if item.get_closest_marker("broker_swap") is not None:
+            return 3
         if item.get_closest_marker("stack") is None and item.get_closest_marker("browser") is None:
             return 0
         return 1 if item.get_closest_marker("crash") is not None else 2

@@ -33,6 +33,7 @@ from planner_ui.services.runs import run_create
 from tests.conftest import child_env, wait_until
 
 pytestmark = [
+    pytest.mark.broker_swap,
     pytest.mark.stack,
     pytest.mark.crash,  # on a Redis of its own, before the session's worker starts
     pytest.mark.django_db(transaction=True),
