@@ -10,7 +10,6 @@ so that the fleet's asks spread out; the database lets one through per period
 from __future__ import annotations
 
 import logging
-import os
 import random
 import threading
 
@@ -20,40 +19,6 @@ from django.db import connections
 from .sweep import sweep
 
 log = logging.getLogger(__name__)
-
-
-class _NoForkMidSweep:
-    """Holds off a fork while a sweep has its database connection open.
-
-    The worker's main process forks its pool's processes (at start, and again for each one that
-    dies). A child that inherits an open SQLite connection closes it when it lets the copy go,
-    checkpointing the database's write-ahead log from a snapshot of another process's state:
-    the test database came out "malformed" after a worker was killed during one. A PostgreSQL
-    socket shared across a fork is no better. So a fork waits for the sweep in progress to
-    close its connection (a sweep takes well under a second; a wait is cut off at 30 s)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.held_for_fork = False
-        os.register_at_fork(
-            before=self._before, after_in_parent=self._after, after_in_child=self._in_child
-        )
-
-    def _before(self) -> None:
-        self.held_for_fork = self.lock.acquire(timeout=30)
-
-    def _after(self) -> None:
-        if self.held_for_fork:
-            self.held_for_fork = False
-            self.lock.release()
-
-    def _in_child(self) -> None:
-        # The child has no sweeper thread; its copy of the lock is held, so it gets a new one.
-        self.lock = threading.Lock()
-        self.held_for_fork = False
-
-
-_no_fork = _NoForkMidSweep()
 
 
 class Sweeper(threading.Thread):
@@ -66,21 +31,17 @@ class Sweeper(threading.Thread):
 
     def run(self) -> None:
         while not self._halt.wait(settings.AGENTSITE_SWEEP_S * random.uniform(0.9, 1.1)):
-            with _no_fork.lock:
-                self._sweep_once()
-
-    def _sweep_once(self) -> None:
-        try:
-            swept = sweep(self.worker)
-            done = [f"{kind.replace('_', ' ')} {n}" for kind, n in swept.items() if n]
-            if done:  # as beat's sweep says it in the worker's log (agentsite.worker_log)
-                log.info("sweep: %s", ", ".join(done))
-        except Exception:  # the database or Redis is away: the next period tries again
-            log.warning("the sweep failed", exc_info=True)
-        finally:
-            # This thread's connection, not kept open between sweeps: a worker's main process
-            # holds none otherwise, and it forks its pool's processes (_NoForkMidSweep).
-            connections.close_all()
+            try:
+                swept = sweep(self.worker)
+                done = [f"{kind.replace('_', ' ')} {n}" for kind, n in swept.items() if n]
+                if done:  # as beat's sweep says it in the worker's log (agentsite.worker_log)
+                    log.info("sweep: %s", ", ".join(done))
+            except Exception:  # the database or Redis is away: the next period tries again
+                log.warning("the sweep failed", exc_info=True)
+            finally:
+                # This thread's connection, not kept open between sweeps: a worker's main
+                # process holds none otherwise, and it forks its pool's processes.
+                connections.close_all()
 
     def stop(self) -> None:
         self._halt.set()

@@ -32,28 +32,3 @@ def test_a_worker_s_sweeper_hands_a_silent_step_out_again(make_user, settings):
         sweeper.stop()
     assert queued() == [("execute_step", (run.pk, "lost"), {"takeover": True})]
     assert Sweep.objects.get().swept_by == "w2@host"
-
-
-def test_a_fork_waits_for_the_sweep_in_progress_to_close_its_connection() -> None:
-    """A worker's main process forks pool processes; a child must not inherit the sweep's open
-    database connection (an SQLite one, closed in the child, corrupted the test database)."""
-    import os
-    import threading
-
-    from planner_ui.services import sweeper
-
-    forked = threading.Event()
-
-    def fork() -> None:
-        pid = os.fork()
-        if pid == 0:
-            os._exit(0)
-        os.waitpid(pid, 0)
-        forked.set()
-
-    with sweeper._no_fork.lock:  # a sweep in progress holds it while its connection is open
-        thread = threading.Thread(target=fork)
-        thread.start()
-        assert not forked.wait(0.5)
-    assert forked.wait(10)
-    thread.join()
