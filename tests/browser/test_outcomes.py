@@ -4,6 +4,8 @@ filter finds it."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -49,6 +51,9 @@ def test_a_rejected_post_ends_with_warnings_in_the_header_and_the_history(
     page.select_option("#filter-outcome", "succeeded")
     expect(page).to_have_url(f"{daphne_url}/runs/?outcome=succeeded")
     expect(page.locator("#history-none")).to_be_visible()
+    # htmx wires up swapped-in content only once it settles (20 ms later): a change before that
+    # is lost, so wait for the settle as a person's slower hand always does.
+    expect(page.locator("#run-history")).not_to_have_class(re.compile("htmx-settling"))
     page.select_option("#filter-outcome", "succeeded_with_warnings")
     expect(page.locator("table.runs tbody tr")).to_have_count(1)
     expect(page.locator("table.runs .outcome-reason")).to_have_text(run.outcome_reason)
