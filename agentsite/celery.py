@@ -101,6 +101,9 @@ def _preload(**_: object) -> None:
     worker_process_init.connect(_warm_up, weak=False)
 
 
+_WARM_UP_TIMEOUT_S = 1.0
+
+
 def _warm_up(**_: object) -> None:
     """In each new pool process, open what every step uses (11 to 17 ms of CPU): without this,
     a process's first step opened its database connection, its Redis client and the queue's
@@ -111,7 +114,14 @@ def _warm_up(**_: object) -> None:
 
         from planner_ui.services.broadcast import warm_up
 
-        connection.ensure_connection()
+        pool = getattr(connection, "pool", None)  # PostgreSQL's, when AGENTSITE_DB_POOL_MAX > 0
+        if pool is not None:
+            # Briefly: the worker's main process waits for this process to start, and its warm
+            # shutdown waits too, so a database that does not answer must not hold it for the
+            # pool's whole timeout (10 s: a SIGTERM then ended in a SIGKILL).
+            pool.putconn(pool.getconn(timeout=_WARM_UP_TIMEOUT_S))
+        else:
+            connection.ensure_connection()
         warm_up()
     except Exception:  # a step opens them itself and says what is wrong
         log.warning("could not open connections ahead", exc_info=True)

@@ -185,12 +185,6 @@ def test_wait_for_worker_names_the_missing_worker_on_timeout() -> None:
 
 @pytest.mark.stack
 def test_start_worker_answers_wait_for_worker(short_tmp: Path) -> None:
-    from django.db import connection
-
-    if connection.vendor == "postgresql":
-        # Quarantined on PostgreSQL: since the 2026-11-27 merges the worker there does not
-        # always stop on SIGTERM within 10 s (killed, returncode -9). Passes on SQLite.
-        pytest.skip("quarantined on PostgreSQL: the worker does not always stop within 10 s")
     socket_path = short_tmp / "redis.sock"
     env = {
         "AGENTSITE_VAR_DIR": str(short_tmp / "var"),
