@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, connections
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -63,7 +63,7 @@ def ready_response(request: HttpRequest, *, details_allowed: bool) -> JsonRespon
 
 
 def _run_checks(checks: dict[str, Callable[[], dict]]) -> dict[str, dict]:
-    started = {name: _checks.submit(check) for name, check in checks.items()}
+    started = {name: _checks.submit(_closing, check) for name, check in checks.items()}
     deadline = time.monotonic() + READY_DEADLINE_S
     results = {}
     for name, future in started.items():
@@ -74,16 +74,24 @@ def _run_checks(checks: dict[str, Callable[[], dict]]) -> dict[str, dict]:
     return results
 
 
+def _closing(check: Callable[[], dict]) -> dict:
+    """Run a check and give back the database connection its thread opened: a thread of the
+    pool outlives the request, and a connection it kept would stay out of PostgreSQL's
+    connection pool for good (four of them took the whole pool, and the next request that read
+    a session waited out the pool's timeout)."""
+    try:
+        return check()
+    finally:
+        connections.close_all()
+
+
 def _database() -> dict:
     try:
         if connection.vendor == "postgresql":
             _postgresql_answers()
         else:
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT 1")
-            finally:
-                connection.close()  # this check thread's own; none kept between probes
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
         return {"ok": True}
     except DatabaseError as exc:
         return {"ok": False, "error": f"the database does not answer: {exc}"}

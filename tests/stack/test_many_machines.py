@@ -31,9 +31,6 @@ from planner_ui.models import Run, RunFile
 from tests.conftest import _database_url, child_env, wait_until
 
 pytestmark = [
-    # Quarantined, not fixed: after tonight's merges its set-up times out on PostgreSQL (a
-    # request to a web server never answers). Issue 36 stays open until it passes again.
-    pytest.mark.skip(reason="quarantined: set-up times out since the 2026-11-27 merges"),
     pytest.mark.stack,
     pytest.mark.database,
     pytest.mark.crash,  # runs before the session's own worker, on a Redis of its own

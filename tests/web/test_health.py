@@ -233,3 +233,30 @@ def test_a_recent_sweep_says_nothing(client_alice):
     finally:
         beat.stop()
     assert 'id="no-sweep"' not in page and 'id="no-workers"' not in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readyz_checks_give_back_the_database_connections_they_open(client_staff):
+    """The checks run in threads that outlive the request: a connection one kept open stayed out
+    of PostgreSQL's pool for good, and four probes took a web server's whole pool."""
+    from django.db import connections
+
+    from planner_ui.models import Sweep
+    from planner_ui.views import health
+
+    Sweep.objects.create(swept_at=timezone.now(), swept_by="celery@here")
+    used = []
+
+    def sweep_check() -> dict:
+        wrapper = connections["default"]  # this thread's own
+        used.append(wrapper)
+        answer = health._sweep()  # reads the Sweep row through it
+        assert wrapper.connection is not None
+        return answer
+
+    checks = health._run_checks({"sweep": sweep_check, "database": health._database})
+    assert checks["sweep"]["ok"] is True and checks["database"]["ok"] is True
+    assert len(used) == 1 and used[0].connection is None
+    # And through the view too, more times than the pool of checks has threads.
+    for _ in range(6):
+        assert client_staff.get("/readyz").json()["checks"]["sweep"]["ok"] is True
