@@ -18,12 +18,16 @@ from planner_ui.fanout import fanout
 from planner_ui.selectors.approvals import pending_count
 from planner_ui.selectors.runs import events_after, run_user_can_watch
 from planner_ui.services.events import run_group, user_group
+from planner_ui.services.logins import logins_group
 from planner_ui.services.streaming import live_text_snapshot
 from planner_ui.services.tokens import token_group, token_is_live
 
 # Close codes in the 4000 range are ours; the page shows why it stopped listening.
 CLOSE_NOT_LOGGED_IN = 4401
 CLOSE_NOT_FOUND = 4404
+# The login that opened the socket changed (a logout, a new password, a deactivation): the page
+# reconnects, and the handshake lets it in again only if the browser's login still holds.
+CLOSE_LOGIN_CHANGED = 4001
 MAX_CLIENT_MESSAGE_CHARS = 1000
 REPLAY_BATCH = 500
 # Workers publish a transaction's events after it commits, so two steps finishing together can
@@ -36,30 +40,50 @@ MAX_EARLY_EVENTS = 200
 
 class _ClientMessages(AsyncJsonWebsocketConsumer):
     """Reads what a browser sends as JSON, answering anything malformed with a clear error;
-    a socket an API token opened closes when the token is revoked."""
+    a socket closes when the login that opened it ends (services.logins, services.tokens)."""
 
     token_group: str | None = None
+    login_group: str | None = None
 
-    async def _follow_token(self) -> bool:
-        """Join the group of the token that opened this socket, if one did, and then check
-        that it was not revoked meanwhile: a revocation either finds the socket in its group
-        or is seen here. False (and closed) when it was."""
+    async def _follow_login(self, user_id: int) -> bool:
+        """Join the groups told when this socket's login ends: the user's, and the token's if a
+        token opened it; then check the token was not revoked meanwhile (a revocation either
+        finds the socket in its group or is seen here). False (and closed) when it was."""
+        self.login_group = logins_group(user_id)
+        await self.channel_layer.group_add(self.login_group, self.channel_name)
         token_id = self.scope.get("api_token_id")
         if token_id is None:
             return True
         self.token_group = token_group(token_id)
         await self.channel_layer.group_add(self.token_group, self.channel_name)
         if not await database_sync_to_async(token_is_live)(token_id):
-            await self.close(code=CLOSE_NOT_LOGGED_IN)
+            await self._refuse(CLOSE_NOT_LOGGED_IN)
             return False
         return True
+
+    async def _refuse(self, code: int) -> None:
+        """Accept, then close with why: a browser learns nothing from a refused handshake (its
+        close code is always 1006) and would reconnect forever; with the code, the page says
+        "not logged in" or "run not found" and stops."""
+        await self.accept()
+        await self.close(code=code)
 
     async def token_revoked(self, message: dict[str, Any]) -> None:
         await self.close(code=CLOSE_NOT_LOGGED_IN)
 
+    async def logins_changed(self, message: dict[str, Any]) -> None:
+        token_id = self.scope.get("api_token_id")
+        if token_id is None:
+            # The session may have ended: the page reconnects, and the handshake decides.
+            await self.close(code=CLOSE_LOGIN_CHANGED)
+        elif not await database_sync_to_async(token_is_live)(token_id):
+            # A script need not reconnect for a change that leaves its token working.
+            await self.close(code=CLOSE_NOT_LOGGED_IN)
+
     async def disconnect(self, code: int) -> None:
-        if self.token_group is not None:
-            await self.channel_layer.group_discard(self.token_group, self.channel_name)
+        for group in (self.token_group, self.login_group):
+            if group is not None:
+                await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if text_data is None or len(text_data) > MAX_CLIENT_MESSAGE_CHARS:
@@ -99,12 +123,12 @@ class RunConsumer(_ClientMessages):
         # Live text that arrives before the text so far has been sent; None once it has.
         self.held_text: list[str] | None = []
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_NOT_LOGGED_IN)
+            await self._refuse(CLOSE_NOT_LOGGED_IN)
             return
         if not await database_sync_to_async(run_user_can_watch)(user, self.run_id):
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self._refuse(CLOSE_NOT_FOUND)
             return
-        if not await self._follow_token():
+        if not await self._follow_login(user.pk):
             return
         async with self.sending:
             # Subscribe before replaying, so nothing falls between the two; duplicates are
@@ -247,10 +271,10 @@ class InboxConsumer(_ClientMessages):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_NOT_LOGGED_IN)
+            await self._refuse(CLOSE_NOT_LOGGED_IN)
             return
         self.user = user
-        if not await self._follow_token():
+        if not await self._follow_login(user.pk):
             return
         self.group = user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)

@@ -13,6 +13,7 @@ from agentsite.asgi import application
 from planner_ui.models import Run
 from planner_ui.services.events import event_append
 from planner_ui.services.tokens import token_create, token_revoke
+from tests.fakes.websocket import refusal_code
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -52,7 +53,7 @@ async def test_the_owners_token_follows_the_run(make_user) -> None:
 async def test_another_users_token_and_a_revoked_one_are_refused(make_user) -> None:
     run, (alice_record, alice_token), (_, bob_token) = await _setup(make_user)
     ws, connected, code = await _connect(run.pk, bob_token)
-    assert not connected and code == 4404
+    assert await refusal_code(ws, connected, code) == 4404
     await database_sync_to_async(token_revoke)(user=alice_record.user, token_id=alice_record.pk)
     ws, connected, code = await _connect(run.pk, alice_token)
-    assert not connected and code == 4401
+    assert await refusal_code(ws, connected, code) == 4401

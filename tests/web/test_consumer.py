@@ -15,6 +15,7 @@ from planner_ui.consumers import GAP_WAIT_S
 from planner_ui.models import Run, RunEvent
 from planner_ui.services.broadcast import group_publish
 from planner_ui.services.events import event_append, run_group
+from tests.fakes.websocket import refusal_code
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
 
@@ -185,7 +186,7 @@ async def test_another_user_is_refused(make_user):
     _, run, _ = await _setup(make_user, "alice")
     _, _, bob_cookie = await _setup(make_user, "bob")
     ws, connected, code = await _connect(run.pk, bob_cookie)
-    assert not connected and code == 4404
+    assert await refusal_code(ws, connected, code) == 4404
     await append(run.pk, "step.failed", {"error": "a secret"})
     assert await ws.receive_nothing(timeout=0.3)
 
@@ -193,13 +194,13 @@ async def test_another_user_is_refused(make_user):
 async def test_anonymous_is_refused(make_user):
     _, run, _ = await _setup(make_user)
     ws, connected, code = await _connect(run.pk, None)
-    assert not connected and code == 4401
+    assert await refusal_code(ws, connected, code) == 4401
 
 
 async def test_a_missing_run_is_refused_like_another_users(make_user):
     _, _, cookie = await _setup(make_user)
     ws, connected, code = await _connect(999_999, cookie)
-    assert not connected and code == 4404
+    assert await refusal_code(ws, connected, code) == 4404
 
 
 async def test_live_text_reaches_the_owner_coalesced_and_unlogged(make_user):
@@ -298,4 +299,4 @@ async def test_the_inbox_socket_pushes_the_pending_count_to_its_user_only(make_u
         headers=[(b"origin", b"http://localhost"), (b"host", b"localhost")],
     )
     connected, code = await anonymous.connect(timeout=5)
-    assert not connected and code == 4401
+    assert await refusal_code(anonymous, connected, code) == 4401
