@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ReplyCutOff, StepFailed, ToolError, ToolUnavailable
+from planner_ui.core.grants import named_tools
 from planner_ui.core.messages import (
     ModelReply,
     ModelRequest,
@@ -164,6 +165,13 @@ def _corrections(state: Checkpoint) -> int:
         1
         for m in state.messages
         if m.get("role") == "user" and str(m.get("content", "")).startswith(CORRECTION_OPENING)
+    )
+
+
+def _unused_warning(unused: Sequence[str]) -> str:
+    return (
+        f"answered without {' or '.join(unused)}, which its instruction says to use: the "
+        "result is the model's own, not the tool's"
     )
 
 
@@ -357,6 +365,23 @@ def run_step(
                 reason = bare[marker.end() :].strip().partition("\n")[0].rstrip("*_` ")
                 raise StepFailed(f"the executor could not proceed: {reason or 'no reason'}")
             problem = not_a_result(output, given, known, examples, list(granted))
+            # Asked to use a tool and answered without any call (seen: Qwen2.5-Coder-1.5B
+            # writing 375.0, or 305.0, for "1500 * 0.2 + 75 with the calculator"): asked once
+            # more; an answer that still calls nothing stands, marked as the model's own.
+            unused = [] if state.tool_calls else named_tools(step.instruction, list(granted))
+            if not problem and unused:
+                if _corrections(state) >= MAX_CORRECTIONS or last:
+                    return StepOutcome(
+                        output,
+                        state.usage,
+                        state.model_calls,
+                        state.tool_calls,
+                        warnings=[_unused_warning(unused)],
+                    )
+                problem = (
+                    f"the step's instruction says to use {' and '.join(unused)}, and you "
+                    "answered without calling it"
+                )
             if not problem:
                 return StepOutcome(output, state.usage, state.model_calls, state.tool_calls)
             if _corrections(state) >= MAX_CORRECTIONS or last:

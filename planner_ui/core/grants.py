@@ -20,6 +20,11 @@ def _mention(name: str) -> re.Pattern[str]:
     return re.compile(rf"\bthe {spelled}\b|\b{spelled} tool\b", re.IGNORECASE)
 
 
+def named_tools(text: str, names: Collection[str]) -> list[str]:
+    """The tools among `names` that `text` names, in the order of `names`."""
+    return [name for name in names if _mention(name).search(text)]
+
+
 def ungranted_mentions(plan: Plan, offered: Collection[str], task: str = "") -> list[str]:
     """One line per step whose instruction names an offered tool the step is not granted, and
     one per tool the task itself names that no step is granted ("Compute it with the

@@ -317,3 +317,50 @@ def test_a_read_that_failed_is_not_made_again_with_the_same_arguments(tool_ctx) 
         "failed:\nread_file: no file 'calculator.txt' in the workspace\nThe same arguments fail "
         "the same way. Change them, use another tool, or call report_failure with the reason."
     )
+
+
+# --- asked to use a tool, answered without it --------------------------------------------------
+
+SUM = "Compute 1500 * 0.2 + 75 with the calculator."
+UNUSED_PROBLEM = (
+    "the step's instruction says to use calculator, and you answered without calling it"
+)
+
+
+def test_an_answer_without_the_tool_its_instruction_names_is_asked_again(
+    tool_ctx: ToolContext,
+) -> None:
+    # Qwen2.5-Coder-1.5B wrote 305.0 for this sum, calling nothing, and the run succeeded.
+    call = ToolCall("c", "calculator", {"expression": "1500 * 0.2 + 75"})
+    provider = ScriptedProvider([reply("305.0"), reply("", call), reply("375")])
+
+    outcome, events = run(provider, step("calculator", instruction=SUM), tool_ctx)
+
+    assert provider.requests[1].messages[-2:] == [
+        {"role": "assistant", "content": "305.0"},
+        {"role": "user", "content": correction(UNUSED_PROBLEM)},
+    ]
+    assert events[1][1]["content"] == "1500 * 0.2 + 75 = 375"
+    assert (outcome.output, outcome.warnings) == ("375", [])
+
+
+def test_an_answer_that_still_calls_nothing_stands_with_a_warning(tool_ctx: ToolContext) -> None:
+    provider = ScriptedProvider([reply("375.0"), reply("375.0")])
+
+    outcome, events = run(provider, step("calculator", instruction=SUM), tool_ctx)
+
+    assert events == []
+    assert outcome.output == "375.0"
+    assert outcome.warnings == [
+        "answered without calculator, which its instruction says to use: the result is the "
+        "model's own, not the tool's"
+    ]
+
+
+def test_a_tool_granted_but_not_named_may_go_unused(tool_ctx: ToolContext) -> None:
+    # "Python" the language is not "the python tool"; nor is a granted tool an obligation.
+    provider = ScriptedProvider([reply("Both are fine.")])
+    outcome, _ = run(
+        provider, step("calculator", instruction="Compare Python and Go in one line."), tool_ctx
+    )
+    assert (outcome.output, outcome.warnings, len(provider.requests)) == ("Both are fine.", [], 1)
