@@ -1,5 +1,6 @@
-"""Fixtures with real parts: an embedded Redis for the whole session, and on demand a Celery
-worker process and a Daphne process sharing the test database (a file, see settings_test)."""
+"""Fixtures with real parts: an embedded Redis for the session, started by the first test that
+is not pure, and on demand a Celery worker process and a Daphne process sharing the test
+database (a file, see settings_test)."""
 
 from __future__ import annotations
 
@@ -36,9 +37,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=order)
 
 
-@pytest.fixture(scope="session", autouse=True)
+# Folders of pure tests: framework-free code that never reaches Redis, so a run of only these
+# (`pytest tests/core`) starts no redis-server. tests/test_pure_tests.py checks it.
+PURE_TEST_FOLDERS = (Path(__file__).parent / "core",)
+
+
+@pytest.fixture(autouse=True)
+def _session_redis(request: pytest.FixtureRequest) -> None:
+    """Every test but the pure ones gets the session's Redis, started on first use: the app
+    reaches Redis from many places (events, leases, the sweep) without asking for a fixture."""
+    if not any(request.node.path.is_relative_to(folder) for folder in PURE_TEST_FOLDERS):
+        request.getfixturevalue("redis_url")
+
+
+@pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
-    """The session's Redis: the embedded one on settings' socket, or REDIS_URL when given."""
+    """The session's Redis: the embedded one on settings' socket, or REDIS_URL when given.
+    Started once, by the first test that needs it (_session_redis, or a fixture asking)."""
     if not settings.REDIS_IS_EMBEDDED:
         assert embedded.redis_ping(settings.REDIS_URL), (
             f"REDIS_URL {settings.REDIS_URL} does not answer"
