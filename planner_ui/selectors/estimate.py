@@ -16,7 +16,7 @@ from planner_ui.core.pricing import price_for
 from planner_ui.core.routing import RouteError, route_for
 from planner_ui.core.status import RunStatus
 from planner_ui.models import Run, Step
-from planner_ui.services.accounting import price_table
+from planner_ui.selectors.prices import price_table
 
 # Before approval the plan can still change; after it, what is estimated is what runs.
 _BEFORE_EXECUTION = {RunStatus.PLANNING, RunStatus.AWAITING_PLAN_APPROVAL}

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.conf import settings
-
 from planner_ui.core import pricing
 from planner_ui.core.errors import RunStopped
 from planner_ui.core.events import EventType
@@ -20,21 +18,11 @@ from planner_ui.core.status import TERMINAL_RUN_STATUSES
 from planner_ui.models import ModelCall, Run, Step
 from planner_ui.providers.base import Provider
 from planner_ui.providers.metered import CallRecord, MeteredProvider
+from planner_ui.selectors.prices import price_table
 
 from . import sql
 from .events import events_append
 from .scheduler import run_fail
-
-_parsed: tuple[object, dict[str, Price]] | None = None
-
-
-def price_table() -> dict[str, Price]:
-    """The settings' price table, parsed once (again when a test replaces the setting)."""
-    global _parsed
-    source = settings.AGENTSITE_PRICES
-    if _parsed is None or _parsed[0] is not source:
-        _parsed = (source, pricing.parse_price_table(source))
-    return _parsed[1]
 
 
 def price_of(provider: str, *models: str) -> Price | None:
