@@ -1,4 +1,7 @@
-"""Append to a run's event log and stream the event to its watchers once committed."""
+"""Append to a run's event log and stream the event to its watchers once committed.
+
+The rules (numbering, holding, what a rollback gives back): docs/write-protocol.md, rules 5,
+9, 10 and 11."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """What runs next, and when a run ends: the one home of dispatch, and the only code that hands
 work to the Celery workers.
 
-Every function that takes a `run` expects the caller to hold its row lock
-(`select_for_update`; step_settled says when a shared one does) inside a transaction; work is
-enqueued once that transaction commits, so a worker never picks up a step whose state it
-cannot see yet.
+Every function that takes a `run` expects the caller to hold its row lock inside a
+transaction, and hands work on once it commits: the rules are docs/write-protocol.md's (lock
+order, rule 3; queued from, rule 2; the shared finish, rule 4; after commit, rule 9).
 """
 
 from __future__ import annotations

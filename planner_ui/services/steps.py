@@ -1,4 +1,7 @@
-"""Step lifecycle: dispatch, claim, execute, finish. Redelivered tasks do no harm."""
+"""Step lifecycle: dispatch, claim, execute, finish. Redelivered tasks do no harm.
+
+The rules every write here obeys (lock order, claims, carry-on, rollbacks):
+docs/write-protocol.md."""
 
 from __future__ import annotations
 

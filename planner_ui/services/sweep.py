@@ -5,7 +5,8 @@ beat where one runs; the database lets one sweep per period through (`sweep_clai
 single process has to live for lost work to come back. Every action is safe to repeat: a step
 is claimed by one worker only, and the planner's work holds a lease; `once_per` keeps two
 sweeps from asking twice for one thing within a period. Times are compared on the database's
-clock, which stamped the heartbeats: the machines' own clocks may disagree.
+clock, which stamped the heartbeats: the machines' own clocks may disagree. What it may take
+over: docs/write-protocol.md, rule 8.
 """
 
 from __future__ import annotations
