@@ -83,9 +83,11 @@ screenshots: $(STAMP)
 	./scripts/ensure-chromium.sh
 	$(PY) scripts/screenshots.py $(SHOTS_ARGS)
 
+# ruff, then mypy with django-stubs (strict where pyproject.toml's [tool.mypy] says).
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -16,11 +16,12 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .bounds import JsonRefused, loads_bounded
 
 FieldKind = Literal["line", "text", "integer", "number", "boolean", "choice", "lines", "json"]
+ArgumentChange = Literal["same", "changed", "added", "removed"]
 
 # The name a field's input is posted under: "arg:" and the argument's name, any characters.
 FIELD_PREFIX = "arg:"
@@ -74,7 +75,7 @@ class ArgumentRow:
     name: str
     asked: str
     sent: str
-    change: Literal["same", "changed", "added", "removed"]
+    change: ArgumentChange
 
     @property
     def changed(self) -> bool:
@@ -148,6 +149,7 @@ def compare_arguments(asked: Mapping[str, Any], sent: Mapping[str, Any]) -> list
     """Each argument as asked for and as sent, in the order the model gave them."""
     rows = []
     for name in [*asked, *(n for n in sent if n not in asked)]:
+        change: ArgumentChange
         if name not in sent:
             change = "removed"
         elif name not in asked:
@@ -184,7 +186,7 @@ def _field(
 ) -> FormField:
     kind = _kind(schema)
     present = name in arguments
-    value = arguments.get(name)
+    value: Any = arguments.get(name)
     if present and not _fits(kind, schema, value):
         kind = "json"
     if kind in ("line", "text") and present and ("\n" in value or len(value) > LONGEST_LINE):
@@ -206,8 +208,8 @@ def _field(
             field, choices=(("", "(not set)"), *options) if not required else tuple(options)
         )
     if kind == "boolean":
-        options = (("true", "true"), ("false", "false"))
-        return replace(field, choices=(("", "(not set)"), *options) if not required else options)
+        booleans = (("true", "true"), ("false", "false"))
+        return replace(field, choices=(("", "(not set)"), *booleans) if not required else booleans)
     return field
 
 
@@ -219,7 +221,7 @@ def _kind(schema: Mapping[str, Any]) -> FieldKind:
         longest = schema.get("maxLength")
         return "line" if isinstance(longest, int) and longest <= LONGEST_LINE else "text"
     if kind in ("integer", "number", "boolean"):
-        return kind
+        return cast(FieldKind, kind)
     if kind == "array":
         items = schema.get("items")
         if isinstance(items, Mapping) and items.get("type") == "string" and "enum" not in items:
@@ -248,7 +250,7 @@ def _fits(kind: FieldKind, schema: Mapping[str, Any], value: Any) -> bool:
 
 def _shown(kind: FieldKind, value: Any) -> str:
     if kind in ("line", "text"):
-        return value
+        return str(value)  # a string: _fits made it json otherwise
     if kind == "boolean":
         return "true" if value else "false"
     if kind in ("integer", "number"):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import deque
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -231,7 +231,7 @@ def _remove_dependency(plan: Plan, edit: RemoveDependency) -> list[StepData]:
     ]
 
 
-_APPLY = {
+_APPLY: dict[type[Any], Callable[[Plan, Any], list[StepData]]] = {
     UpdateStep: _update,
     AddStep: _add,
     DeleteStep: _delete,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AgentError(Exception):
     """Base of every error agentsite records on a run or a step."""
@@ -14,7 +16,7 @@ class PlanValidationError(AgentError):
         self.errors = errors
         super().__init__("invalid plan: " + "; ".join(errors))
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         # args hold the message, not the list: rebuild from the list when unpickled.
         return (type(self), (self.errors,))
 
@@ -35,7 +37,7 @@ class ArgumentsInvalid(ToolError):
         self.problems = problems
         super().__init__(message)
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (str(self), self.problems))
 
 
@@ -76,7 +78,7 @@ class ToolUnavailable(StepFailed):
         self.sent = sent
         super().__init__(message)
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_unavailable, (str(self), self.sent))
 
 

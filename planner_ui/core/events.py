@@ -294,11 +294,16 @@ PAYLOADS: dict[EventType, type] = {
     EventType.FILE_DELETED: FileDeletedPayload,
 }
 
+
 # (required keys, every allowed key) per type, worked out once.
-_KEYS = {
-    kind: (frozenset(t.__required_keys__), frozenset(t.__required_keys__ | t.__optional_keys__))
-    for kind, t in PAYLOADS.items()
-}
+def _keys(payload: Any) -> tuple[frozenset[str], frozenset[str]]:
+    """A TypedDict's required keys and every allowed key (Any: type checkers see a TypedDict
+    class as a plain type, without these attributes)."""
+    required: frozenset[str] = payload.__required_keys__
+    return frozenset(required), frozenset(required | payload.__optional_keys__)
+
+
+_KEYS = {kind: _keys(t) for kind, t in PAYLOADS.items()}
 
 
 def check_event(type: str, payload: dict[str, Any]) -> EventType:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, cast
 
 from .errors import AgentError
 from .messages import Usage
@@ -92,7 +92,9 @@ class Budget:
         if self.tokens is not None and tokens_used >= self.tokens:
             return f"its budget of {self.tokens:,} tokens is spent ({tokens_used:,} used)"
         if self.usd is not None and usd_used >= self.usd:
-            exact = min(max(2, -self.usd.normalize().as_tuple().exponent), 6)
+            # An int: a budget is a stored amount (a DecimalField), never NaN or infinite.
+            exponent = cast(int, self.usd.normalize().as_tuple().exponent)
+            exact = min(max(2, -exponent), 6)
             return (
                 f"its budget of {dollars(self.usd, exact)} is spent ({dollars(usd_used, 4)} used)"
             )

@@ -50,7 +50,8 @@ def echoes_scaffolding(text: str, task: str = "") -> bool:
     quoted = task.lower()
     if _OUTPUT_OPENING.search(text) and "<output step=" not in quoted:
         return True
-    opened, closed = set(), set()
+    opened: set[str] = set()
+    closed: set[str] = set()
     for slash, name in _BLOCK_TAG.findall(text):
         name = name.lower()
         if f"<{slash}{name}>" not in quoted:

@@ -136,12 +136,12 @@ def _reason(span: Span, holds: list[Gap]) -> str:
 # --- a step's states, from its events ----------------------------------------------------------
 
 # What starts a segment of each kind; anything else a step does ends the open one.
-SEGMENT_OPENED_BY = {
+SEGMENT_OPENED_BY: dict[str, str] = {
     EventType.STEP_QUEUED: "queued",
     EventType.STEP_STARTED: "running",
     EventType.STEP_WAITING: "waiting",
 }
-STEP_ENDED_BY = {
+STEP_ENDED_BY: dict[str, str] = {
     EventType.STEP_SUCCEEDED: "succeeded",
     EventType.STEP_FAILED: "failed",
     EventType.STEP_SKIPPED: "skipped",
