@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from planner_ui.core.errors import PlanValidationError, ReplyUnusable
 from planner_ui.core.grants import ungranted_mentions
@@ -48,7 +49,7 @@ def make_plan(
     about once; the answer is taken if it is valid, else the first plan stands."""
     known = {spec.name for spec in tools}
     content = first_message or planner_message(task, tools)
-    messages: list[dict] = [{"role": "user", "content": content}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
     attempts: list[PlanAttempt] = []
     model = provider.label
     standing: Plan | None = None  # a valid plan asked about once more

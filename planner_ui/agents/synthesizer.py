@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from planner_ui.core.errors import StepFailed
 from planner_ui.core.grounding import figures, unsupported_figures
 from planner_ui.core.messages import ModelRequest, Usage
-from planner_ui.core.prompt_contract import echoes_scaffolding, unwrapped
+from planner_ui.core.prompt_contract import echoes_scaffolding, output_block, unwrapped
 from planner_ui.core.text_calls import description_examples, echoed_example, is_call_shaped
 from planner_ui.providers.base import Provider
 from planner_ui.tools import REGISTRY
 
 from .executor import LiveText, StepOutcome, stop_reason_failure
-from .prompts import SYNTHESIZER_SYSTEM, output_block, task_block
+from .prompts import SYNTHESIZER_SYSTEM, task_block
 
 MAX_ATTEMPTS = 2
 ECHO_CORRECTION = (

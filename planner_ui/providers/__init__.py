@@ -67,9 +67,10 @@ def build_provider(
 
         return ScriptedProvider(route.model)
     if route.provider == "anthropic":
-        from .anthropic import AnthropicProvider, make_client
+        from .anthropic import AnthropicProvider
+        from .anthropic import make_client as anthropic_client
 
-        client = make_client(
+        client = anthropic_client(
             api_key=connection.api_key,
             base_url=connection.base_url or None,
             timeout=connection.timeout_s,
@@ -78,9 +79,10 @@ def build_provider(
         _refuse_remote(route, connection, allow_model_requests)
         return AnthropicProvider(route.model, client)
     if route.provider in ("openai", "local"):  # a local model speaks OpenAI's protocol
-        from .openai_compat import OpenAICompatProvider, make_client
+        from .openai_compat import OpenAICompatProvider
+        from .openai_compat import make_client as openai_client
 
-        client = make_client(
+        compat_client = openai_client(
             api_key=connection.api_key,
             base_url=connection.base_url,
             timeout=connection.timeout_s,
@@ -88,7 +90,7 @@ def build_provider(
         )
         _refuse_remote(route, connection, allow_model_requests)
         return OpenAICompatProvider(
-            route.model, client, name=route.provider, tool_mode=route.tool_mode
+            route.model, compat_client, name=route.provider, tool_mode=route.tool_mode
         )
     raise ProviderError(f"Unknown model provider {route.provider!r}.")
 

@@ -194,15 +194,18 @@ class OpenAICompatProvider(Provider):
             self.prompted = True
 
     def _open(self, params: dict[str, Any]) -> openai.Stream[ChatCompletionChunk]:
+        stream: openai.Stream[ChatCompletionChunk]  # create's overloads cannot tell from **params
         try:
-            return self._client.chat.completions.create(**params)
+            stream = self._client.chat.completions.create(**params)
+            return stream
         except openai.BadRequestError as exc:
             refused = exc.param == "max_tokens" and exc.code == "unsupported_parameter"
             if not refused or "max_tokens" not in params:
                 raise  # e.g. a max_tokens too large for the model: the other name fails too
             self._max_tokens_param = "max_completion_tokens"
             params["max_completion_tokens"] = params.pop("max_tokens")
-            return self._client.chat.completions.create(**params)
+            stream = self._client.chat.completions.create(**params)
+            return stream
 
     def _chunks(self, stream: openai.Stream[ChatCompletionChunk]) -> Iterator[ChatCompletionChunk]:
         """The stream's chunks; a failure while reading them leaves as ProviderError.
@@ -637,8 +640,9 @@ def _detail(exc: openai.APIError) -> str:
     {"error": {"message": ...}} (the SDK unwraps it), vLLM's flat {"message": ...},
     {"error": "text"} or a plain text page."""
     body = exc.body
-    if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
-        return body["message"]
+    message = body.get("message") if isinstance(body, dict) else None
+    if isinstance(message, str) and message:
+        return message
     if isinstance(body, str) and body.strip():
         return body.strip()[:_QUOTED_BODY_CHARS]
     return exc.message

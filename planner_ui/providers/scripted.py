@@ -26,7 +26,7 @@ class Script:
     name: str
     replies: deque[ModelReply] = field(default_factory=deque)
     requests: list[ModelRequest] = field(default_factory=list)
-    _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def text(self, text: str, *, usage: Usage = DEFAULT_USAGE, stop: str = "end_turn") -> Script:
         """A reply of plain text (a step's answer, a deliverable)."""

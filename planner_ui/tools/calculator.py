@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -14,7 +15,7 @@ from planner_ui.core.errors import ToolError
 
 from .base import Tool, ToolContext
 
-_BINARY = {
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -23,8 +24,17 @@ _BINARY = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCTIONS = {"sqrt": math.sqrt, "abs": abs, "round": round, "min": min, "max": max}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+}
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "sqrt": math.sqrt,
+    "abs": abs,
+    "round": round,
+    "min": min,
+    "max": max,
+}
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 # Powers are the one cheap way to make this tool burn CPU and memory: bound the result size.
 _MAX_EXPONENT = 10_000
@@ -39,7 +49,7 @@ def evaluate(expression: str) -> float | int:
     except SyntaxError as exc:
         raise ToolError(f"calculator: cannot parse {expression!r}: {exc.msg}") from exc
     try:
-        value = _eval(tree.body)
+        value: float | int = _eval(tree.body)
     except (OverflowError, ValueError, TypeError) as exc:
         raise ToolError(f"calculator: cannot evaluate {expression!r}: {exc}") from exc
     if isinstance(value, int) and value.bit_length() > _MAX_RESULT_DIGITS * 3.32:

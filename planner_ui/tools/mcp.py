@@ -219,7 +219,8 @@ def pinned_http_client(target: Target, timeout_s: float) -> Any:
     # built here as the transport builds it (TLS verified as by default), on a PinnedBackend.
     transport._pool = httpcore2.AsyncConnectionPool(
         ssl_context=httpx2.create_ssl_context(),
-        network_backend=PinnedBackend(target),
+        # Duck-typed: subclassing httpcore2's backend would load it with this module.
+        network_backend=PinnedBackend(target),  # type: ignore[arg-type]
     )
     return httpx2.AsyncClient(
         transport=transport, trust_env=False, timeout=httpx2.Timeout(timeout_s)

@@ -33,7 +33,8 @@ Resolver = Callable[[str, int], Sequence[str]]
 
 def system_resolver(host: str, port: int) -> list[str]:
     """The machine's own resolver (hosts file, DNS)."""
-    return [sockaddr[0] for *_, sockaddr in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
+    found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(sockaddr[0]) for *_, sockaddr in found]  # the address as text (IPv4 or IPv6)
 
 
 @dataclass(frozen=True)

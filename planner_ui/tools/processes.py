@@ -48,14 +48,18 @@ def run_program(
     return f"{status}\n{output}"
 
 
-def _collect(process: subprocess.Popen, deadline: float, max_chars: int) -> tuple[bytes, int]:
+def _collect(
+    process: subprocess.Popen[bytes], deadline: float, max_chars: int
+) -> tuple[bytes, int]:
     """Read the output until the program exits and the pipe is drained, keeping a capped
     prefix; raise TimeoutError at the deadline. Returns the prefix and the total byte count."""
     kept = bytearray()
     total = 0
     limit = max_chars * _MAX_BYTES_PER_CHAR
+    pipe = process.stdout
+    assert pipe is not None  # run_program starts it with stdout=PIPE
     with selectors.DefaultSelector() as selector:
-        selector.register(process.stdout, selectors.EVENT_READ)
+        selector.register(pipe, selectors.EVENT_READ)
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -65,7 +69,7 @@ def _collect(process: subprocess.Popen, deadline: float, max_chars: int) -> tupl
                     # A background job still holds the pipe open; it goes with the group.
                     _kill_group(process)
                 continue
-            chunk = os.read(process.stdout.fileno(), READ_CHUNK)
+            chunk = os.read(pipe.fileno(), READ_CHUNK)
             if not chunk:
                 break
             # Past the cap output is still read, so the command never blocks on a full pipe, and
@@ -80,20 +84,21 @@ def _collect(process: subprocess.Popen, deadline: float, max_chars: int) -> tupl
     return bytes(kept), total
 
 
-def _has_exited(process: subprocess.Popen) -> bool:
+def _has_exited(process: subprocess.Popen[bytes]) -> bool:
     # WNOWAIT leaves the program a zombie: its pid, which names the group, cannot be reused yet.
     return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
-def _end(process: subprocess.Popen) -> None:
+def _end(process: subprocess.Popen[bytes]) -> None:
     """Kill what is left of the program's process group, then reap it and close the pipe.
     Only now is it reaped, so the group id still names this program's group."""
     _kill_group(process)
     process.wait()
-    process.stdout.close()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:

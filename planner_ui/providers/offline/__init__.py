@@ -16,6 +16,7 @@ names the blocks): a <task> and a <tools> block for the planner, an <instruction
     synthesizing.py  the deliverable            provider.py      the Provider class
 """
 
-from .provider import DEFAULT_MODEL, OfflineProvider
+from .provider import OfflineProvider
+from .request import DEFAULT_MODEL
 
 __all__ = ["DEFAULT_MODEL", "OfflineProvider"]

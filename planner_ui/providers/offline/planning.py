@@ -255,7 +255,7 @@ class _PlanBuilder:
     def batched_enumeration(self, items: list[str]) -> None:
         """More items than steps allowed: each step takes a batch of items."""
         size = math.ceil(len(items) / (MAX_STEPS - 1))
-        tails = []
+        tails: list[int] = []
         for start in range(0, len(items), size):
             batch = items[start : start + size]
             refers_back = bool(tails) and any(_REFERS_BACK.search(item) for item in batch)
