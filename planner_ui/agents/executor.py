@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ReplyCutOff, StepFailed, ToolError, ToolUnavailable
+from planner_ui.core.events import EventType
 from planner_ui.core.grants import named_tools
 from planner_ui.core.messages import (
     ModelReply,
@@ -300,7 +301,9 @@ def run_step(
             if len(content) > MAX_TOOL_RESULT_CHARS:
                 content = content[:MAX_TOOL_RESULT_CHARS] + "\n[truncated]"
             result = {"call_id": call.id, "tool": call.name, "content": content}
-            on_event("step.tool_result", {**result, "is_error": is_error, **_confined(tool)})
+            on_event(
+                EventType.STEP_TOOL_RESULT, {**result, "is_error": is_error, **_confined(tool)}
+            )
             state.results.append(ToolResult(call.id, content, is_error))
             state.tool_calls += 1
             if state.pending_calls:
@@ -402,7 +405,7 @@ def run_step(
             }
             if in_text:
                 payload["recognised_in_text"] = True
-            on_event("step.tool_call", payload)
+            on_event(EventType.STEP_TOOL_CALL, payload)
         saved()
 
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 from planner_ui.core.approval_form import arguments_from_form, form_fields
 from planner_ui.core.bounds import JsonRefused, loads_bounded
 from planner_ui.core.errors import AgentError, ArgumentsInvalid, ToolError
+from planner_ui.core.events import EventType
 from planner_ui.core.hosts import url_endpoint
 from planner_ui.models import Approval
 from planner_ui.selectors.tools import tool_for_approval
@@ -83,7 +84,7 @@ def approval_request(
         if created:
             event_append(
                 run_id,
-                "approval.requested",
+                EventType.APPROVAL_REQUESTED,
                 {
                     "approval": approval.pk,
                     "tool": tool.name,
@@ -159,7 +160,7 @@ def approval_decide(
             raise ApprovalRefused(_already(approval, approve))
         event_append(
             approval.run_id,
-            "approval.decided",
+            EventType.APPROVAL_DECIDED,
             {
                 "approval": approval.pk,
                 "tool": approval.tool,

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from planner_ui.agents.prompts import BASELINE_ROLE
+from planner_ui.core.events import EventType
 from planner_ui.core.status import RunStatus
 from planner_ui.models import PlanVersion, Run, Step
 from planner_ui.selectors.tools import tools_for_run
@@ -72,9 +73,11 @@ def baseline_create(run: Run, user: AbstractBaseUser) -> Run:
             tools=sorted(tools_for_run(original)),
             depends_on=[],
         )
-        event_append(baseline.pk, "run.status", {"status": baseline.status})
+        event_append(baseline.pk, EventType.RUN_STATUS, {"status": baseline.status})
         event_append(
-            baseline.pk, "baseline.started", {"of": original.pk, "max_iterations": max_iterations()}
+            baseline.pk,
+            EventType.BASELINE_STARTED,
+            {"of": original.pk, "max_iterations": max_iterations()},
         )
         dispatch_ready(baseline)
     return baseline

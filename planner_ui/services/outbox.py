@@ -18,6 +18,7 @@ from django.utils import timezone
 from planner_ui.agents.executor import call_tool
 from planner_ui.core.effects import Decision
 from planner_ui.core.errors import ToolUnavailable
+from planner_ui.core.events import EventType
 from planner_ui.models import Approval, Run, ToolReceipt
 from planner_ui.tools import Tool, ToolContext
 
@@ -150,7 +151,7 @@ def _take_over(
             )
             event_append(
                 run_id,
-                "tool.receipt",
+                EventType.TOOL_RECEIPT,
                 {"receipt": receipt.pk, "tool": tool.name, "is_error": receipt.is_error},
                 step_id=step_id,
             )
@@ -230,7 +231,7 @@ def _claim(
             )
             event_append(
                 run_id,
-                "tool.performing",
+                EventType.TOOL_PERFORMING,
                 {
                     "receipt": receipt.pk,
                     "tool": tool.name,
@@ -257,7 +258,7 @@ def _reuse(receipt: ToolReceipt) -> tuple[str, bool]:
     ):
         event_append(
             receipt.run_id,
-            "tool.unknown",
+            EventType.TOOL_UNKNOWN,
             {"receipt": receipt.pk, "tool": receipt.tool, "key": receipt.idempotency_key},
             step_id=receipt.step_id,
         )
@@ -275,7 +276,7 @@ def _close(receipt: ToolReceipt, content: str, is_error: bool) -> None:
         )
         event_append(
             receipt.run_id,
-            "tool.receipt",
+            EventType.TOOL_RECEIPT,
             {"receipt": receipt.pk, "tool": receipt.tool, "is_error": is_error},
             step_id=receipt.step_id,
         )

@@ -19,6 +19,7 @@ from planner_ui.core.edits import (
     started_steps_changed,
 )
 from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
+from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.core.validation import parse_plan_json, validate_plan
@@ -124,7 +125,7 @@ def steps_rematerialize(run: Run, plan: Plan, keep: set[str], dropped: str) -> N
             continue
         before = f"failed: {row.error}; " if row.status == StepStatus.FAILED else ""
         Step.objects.filter(pk=row.pk).update(status=StepStatus.SKIPPED, error=f"{before}{dropped}")
-        event_append(run.pk, "step.skipped", {"reason": dropped}, step_id=step_id)
+        event_append(run.pk, EventType.STEP_SKIPPED, {"reason": dropped}, step_id=step_id)
     Step.objects.filter(run=run, step_id=SYNTHESIS_STEP_ID).update(
         position=len(plan.steps),
         depends_on=dag.sinks(plan.dependencies()),
@@ -179,7 +180,7 @@ def _save_version(run: Run, plan: Plan, author: str, note: str, number: int) -> 
         materialize_steps(run, plan)
     event_append(
         run.pk,
-        "plan.version",
+        EventType.PLAN_VERSION,
         {"number": number, "author": author, "note": note, "steps": len(plan.steps)},
     )
     if run.status == RunStatus.RUNNING:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from planner_ui.agents.planner import revise_plan
 from planner_ui.core.errors import AgentError, InvalidTransition
+from planner_ui.core.events import EventType
 from planner_ui.core.merge import plan_merge
 from planner_ui.core.plan import Plan
 from planner_ui.core.replan import gated_changes
@@ -46,7 +47,9 @@ def proposal_request(*, run_id: int, base_version: int, note: str) -> PlanPropos
         if run.proposals.filter(state=PlanProposal.State.PENDING).exists():
             raise InvalidTransition("The planner is already working on a revision.")
         proposal = PlanProposal.objects.create(run=run, base_version=current.number, note=note)
-        event_append(run_id, "plan.revision_requested", {"proposal": proposal.pk, "note": note})
+        event_append(
+            run_id, EventType.PLAN_REVISION_REQUESTED, {"proposal": proposal.pk, "note": note}
+        )
         revision_enqueue(run_id, proposal.pk)
     return proposal
 
@@ -83,7 +86,7 @@ def proposal_make(proposal_id: int) -> None:
     proposal.save()
     event_append(
         run.pk,
-        "plan.revision_ready",
+        EventType.PLAN_REVISION_READY,
         {"proposal": proposal.pk, "state": proposal.state, "error": proposal.error},
     )
 
@@ -135,4 +138,4 @@ def proposal_discard(*, run_id: int, proposal_id: int) -> None:
             )
         proposal.state, proposal.decided_at = PlanProposal.State.DISCARDED, timezone.now()
         proposal.save()
-        event_append(run_id, "plan.revision_discarded", {"proposal": proposal.pk})
+        event_append(run_id, EventType.PLAN_REVISION_DISCARDED, {"proposal": proposal.pk})

@@ -18,6 +18,7 @@ from django.utils import timezone
 from planner_ui.agents.planner import make_plan
 from planner_ui.agents.prompts import replan_message
 from planner_ui.core.errors import AgentError, InvalidTransition, PlanValidationError
+from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, Plan
 from planner_ui.core.replan import gated_changes, merge_revision
 from planner_ui.core.status import KEPT_BY_REPLAN, StepStatus
@@ -86,7 +87,7 @@ def replan_make(run_id: int, failed_step_id: str) -> None:
             )
             event_append(
                 run_id,
-                "plan.replan_proposed",
+                EventType.PLAN_REPLAN_PROPOSED,
                 {"proposal": proposal.pk, "gated": gated, "note": note},
                 step_id=failed_step_id,
             )
@@ -116,7 +117,7 @@ def replan_discard(*, user: AbstractBaseUser, run_id: int, proposal_id: int) -> 
         run, proposal = _lock_proposal(user, run_id, proposal_id)
         proposal.state, proposal.decided_at = PlanProposal.State.DISCARDED, timezone.now()
         proposal.save(update_fields=["state", "decided_at"])
-        event_append(run_id, "plan.revision_discarded", {"proposal": proposal.pk})
+        event_append(run_id, EventType.PLAN_REVISION_DISCARDED, {"proposal": proposal.pk})
     _give_up(run_id, "", f"the re-plan was discarded by {user.get_username()}")
 
 
@@ -149,7 +150,7 @@ def _apply(run: Run, plan: Plan, note: str, keep: set[str]) -> PlanVersion:
     run.save(update_fields=["replanning"])
     event_append(
         run.pk,
-        "plan.version",
+        EventType.PLAN_VERSION,
         {"number": number, "author": version.author, "note": note, "steps": len(plan.steps)},
     )
     dispatch_ready(run)

@@ -93,7 +93,7 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
             max_replans=max_replans,
             allowed_hosts=allowed_hosts,
         )
-        event_append(run.pk, "run.status", {"status": run.status})
+        event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
         plan_enqueue(run)
     return run
 
@@ -147,7 +147,9 @@ def run_plan(run_id: int) -> None:
         return
     for number, attempt in enumerate(result.attempts, start=1):
         if attempt.errors:
-            event_append(run_id, "plan.invalid", {"attempt": number, "errors": attempt.errors})
+            event_append(
+                run_id, EventType.PLAN_INVALID, {"attempt": number, "errors": attempt.errors}
+            )
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if run.status != RunStatus.PLANNING:
@@ -170,7 +172,7 @@ def run_plan(run_id: int) -> None:
         run.save()
         event_append(
             run_id,
-            "plan.version",
+            EventType.PLAN_VERSION,
             {
                 "number": version.number,
                 "author": version.author,
@@ -178,7 +180,7 @@ def run_plan(run_id: int) -> None:
                 "steps": len(result.plan.steps),
             },
         )
-        event_append(run_id, "run.status", {"status": run.status})
+        event_append(run_id, EventType.RUN_STATUS, {"status": run.status})
     if run.auto_approve:
         run_approve_plan(run_id)
 
@@ -201,8 +203,8 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
         run.move_to(RunStatus.RUNNING)
         run.started_at = timezone.now()
         run.save()
-        event_append(run_id, "plan.approved", {"number": version.number})
-        event_append(run_id, "run.status", {"status": run.status})
+        event_append(run_id, EventType.PLAN_APPROVED, {"number": version.number})
+        event_append(run_id, EventType.RUN_STATUS, {"status": run.status})
         dispatch_ready(run)
     return run
 
