@@ -4,30 +4,19 @@ credentials from the admin or the environment, and the metered provider a part c
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from django.conf import settings
 
 from planner_ui.core.errors import ProviderError
 from planner_ui.core.plan import ROLES
 from planner_ui.core.routing import Route, RouteError, resolve_routes, route_for
-from planner_ui.core.sealing import Unreadable
-from planner_ui.models import ProviderCredential, Run
+from planner_ui.models import Run
 from planner_ui.providers import Connection, Provider, build_provider
 from planner_ui.providers.metered import MeteredProvider
+from planner_ui.selectors.providers import Credentials, credentials
 
 from .accounting import metered
 from .local_models import LocalModelRefused, default_local_route, local_model_url
-
-
-@dataclass(frozen=True)
-class Credentials:
-    api_key: str
-    base_url: str
-    # Where they came from, for the page that shows it: "admin", "environment" or "".
-    source: str
-    # Why a key the admin stored cannot be used (the secret key changed since), or "".
-    problem: str = ""
 
 
 def configured_routes() -> dict[str, str]:
@@ -63,22 +52,6 @@ def routes_for_run(
         for route in set(routes.values()):
             check_available(route)
     return routes
-
-
-def credentials(provider: str) -> Credentials:
-    """An admin's stored credentials win over the environment's."""
-    stored = ProviderCredential.objects.filter(provider=provider).first()
-    env_key, env_url = {
-        "anthropic": (settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL),
-        "openai": (settings.OPENAI_API_KEY, settings.OPENAI_BASE_URL),
-    }.get(provider, ("", ""))
-    if stored is not None and (stored.api_key or stored.base_url):
-        try:
-            key = stored.key()
-        except Unreadable as exc:
-            return Credentials("", stored.base_url or env_url, "admin", problem=str(exc))
-        return Credentials(key or env_key, stored.base_url or env_url, "admin")
-    return Credentials(env_key, env_url, "environment" if env_key or env_url else "")
 
 
 def check_available(route: Route) -> None:
