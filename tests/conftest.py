@@ -37,9 +37,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=order)
 
 
-# Folders of pure tests: framework-free code that never reaches Redis, so a run of only these
-# (`pytest tests/core`) starts no redis-server. tests/test_pure_tests.py checks it.
-PURE_TEST_FOLDERS = (Path(__file__).parent / "core",)
+# Folders of pure tests: framework-free code (the core, the agents' loops) that never reaches
+# Redis, so a run of only these (`pytest tests/core`) starts no redis-server.
+# tests/test_pure_tests.py checks it.
+PURE_TEST_FOLDERS = (Path(__file__).parent / "core", Path(__file__).parent / "agents")
 
 
 @pytest.fixture(autouse=True)
