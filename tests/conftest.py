@@ -43,6 +43,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 PURE_TEST_FOLDERS = (Path(__file__).parent / "core", Path(__file__).parent / "agents")
 
 
+# The session's embedded Redis writes its log here, in the var folder, as it starts.
+REDIS_LOG = "redis-test.log"
+
+
 @pytest.fixture(autouse=True)
 def _session_redis(request: pytest.FixtureRequest) -> None:
     """Every test but the pure ones gets the session's Redis, started on first use: the app
@@ -65,7 +69,7 @@ def redis_url() -> Iterator[str]:
     if embedded.redis_ping(settings.REDIS_URL):
         yield settings.REDIS_URL  # left running by an interrupted session: reuse it
         return
-    proc = embedded.start_redis(socket_path, log_path=settings.VAR_DIR / "redis-test.log")
+    proc = embedded.start_redis(socket_path, log_path=settings.VAR_DIR / REDIS_LOG)
     try:
         yield settings.REDIS_URL
     finally:
