@@ -61,10 +61,19 @@ def _say_alive(sender: object, **_: object) -> None:
 @worker_ready.connect
 def _sweep_here(sender: object, **_: object) -> None:
     """Every worker sweeps, one of them per period (the database's turn): lost work comes back
-    with no beat running, and whichever process dies."""
+    with no beat running, and whichever process dies.
+
+    Not on SQLite: SQLite is not fork-safe, and a pool process forked while the sweep had the
+    database open (a process is forked again whenever one exits) inherited SQLite's in-process
+    state of the file and read a stale copy of it for good (seen: it never saw a new
+    experiment; earlier, "database disk image is malformed"). SQLite means one machine, and
+    there beat sweeps from a pool process (`make run` starts it with the worker)."""
+    from django.db import connection
+
     from planner_ui.services.sweeper import sweeper_start
 
-    sweeper_start(getattr(sender, "hostname", "worker"))
+    if connection.vendor != "sqlite":
+        sweeper_start(getattr(sender, "hostname", "worker"))
 
 
 class _AliveOnConnect(bootsteps.StartStopStep):
