@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import jsonschema
@@ -170,6 +171,18 @@ def suite_dump(suite: Suite, fmt: Literal["yaml", "json"] = "yaml") -> str:
     if fmt == "json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+# The suites that ship with agentsite, one YAML file each, named by their file's stem.
+SHIPPED_SUITES_DIR = Path(__file__).resolve().parent.parent / "evaluation_suites"
+
+
+def shipped_suites() -> dict[str, str]:
+    """The text of each shipped suite by name (its file's stem)."""
+    return {
+        path.stem: path.read_text(encoding="utf-8")
+        for path in sorted(SHIPPED_SUITES_DIR.glob("*.yaml"))
+    }
 
 
 # --- checks -------------------------------------------------------------------------------------

@@ -171,3 +171,14 @@ def test_an_arm_without_runs_has_no_rate_and_no_ratios():
     (empty, other) = arms_figures(["x", "y"], [_slot("y", "a", 0, True, 1, "0", 1.0)])
     assert empty.success_rate is None and empty.interval == (0.0, 1.0)
     assert other.ratios["model_calls"] is None
+
+
+def test_the_shipped_suites_load_and_each_task_has_a_check():
+    from planner_ui.core.evaluation import shipped_suites
+
+    texts = shipped_suites()
+    assert sorted(texts) == ["parallel", "sequential"]
+    for name, text in texts.items():
+        suite = suite_load(text)
+        assert suite.name == name
+        assert all(task.checks for task in suite.tasks)
