@@ -698,3 +698,101 @@ class Sweep(models.Model):
 
     def __str__(self) -> str:
         return f"sweep at {self.swept_at} by {self.swept_by}"
+
+
+class EvaluationSuite(models.Model):
+    """A person's suite of tasks with checks (core.evaluation.Suite), kept as the YAML or JSON
+    they wrote, so that comments and order survive an edit."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="evaluation_suites"
+    )
+    name = models.SlugField(max_length=60)
+    content = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="evaluation_suite_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"suite {self.name} of {self.owner_id}"
+
+
+class Experiment(models.Model):
+    """A suite run in arms, each task `repeat` times, at most `concurrency` runs at once, until
+    its budget is spent. The suite is copied in: later edits of it do not change what this
+    experiment measured."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "running"
+        FINISHED = "finished", "finished"
+        STOPPED = "stopped", "stopped: budget spent"
+        CANCELLED = "cancelled", "cancelled"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="experiments"
+    )
+    suite = models.ForeignKey(
+        EvaluationSuite, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    suite_name = models.CharField(max_length=60)
+    # core.evaluation.Suite and Arm, dumped as JSON.
+    suite_snapshot = models.JSONField()
+    arms = models.JSONField()
+    repeat = models.PositiveIntegerField(default=1)
+    concurrency = models.PositiveIntegerField(default=2)
+    budget_usd = ClampedDecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
+    budget_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    # What irreversible calls do in its runs; never "ask": nobody sits beside an experiment.
+    tool_policy = models.CharField(
+        max_length=16, choices=_choices(PolicyMode), default=PolicyMode.DRY_RUN
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    stop_reason = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"experiment {self.pk} on {self.suite_name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status != self.Status.RUNNING
+
+
+class ExperimentRun(models.Model):
+    """One slot of an experiment: an arm's run of one task, one repetition. Made with the
+    experiment and given its run when it starts, in one transaction: a slot runs and counts
+    once, whatever worker dies on the way. `passed` is set when its run has ended."""
+
+    experiment = models.ForeignKey(Experiment, on_delete=models.CASCADE, related_name="slots")
+    arm = models.CharField(max_length=60)
+    task_index = models.PositiveIntegerField()
+    repetition = models.PositiveIntegerField()
+    run = models.OneToOneField(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="experiment_slot"
+    )
+    # The run succeeded and every check passed; null until the run has ended and was checked.
+    passed = models.BooleanField(null=True, blank=True)
+    # core.evaluation.CheckResult of each check, as [passed, detail] pairs.
+    checks = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["experiment", "task_index", "arm", "repetition"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["experiment", "arm", "task_index", "repetition"],
+                name="experiment_slot_once",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.arm} × task {self.task_index} #{self.repetition} of {self.experiment_id}"

@@ -65,6 +65,13 @@ def replan_task(run_id: int, failed_step_id: str) -> None:
             replan_make(run_id, failed_step_id)
 
 
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def experiment_advance(experiment_id: int) -> None:
+    from planner_ui.services.evaluations import experiment_advance
+
+    experiment_advance(experiment_id)
+
+
 @shared_task(ignore_result=True)
 def sweep() -> dict[str, int]:
     from planner_ui.services.sweep import sweep

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -50,6 +51,17 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
     "executor:<role>", "synthesizer"); the rest come from the settings. The whole table is
     stored with the run, so every worker serves it with the same models.
     """
+    fields = run_fields(owner, options)
+    with transaction.atomic():
+        run = Run.objects.create(owner=owner, **fields)
+        event_append(run.pk, "run.status", {"status": run.status})
+        plan_enqueue(run)
+    return run
+
+
+def run_fields(owner: AbstractBaseUser, options: RunOptions) -> dict[str, Any]:
+    """The fields of a new run from a person's options, checked against this installation;
+    RunInputError says what is wrong. Shared by planned runs and single-agent ones."""
     task = options.task.strip()
     budget_tokens, budget_usd = options.budget_tokens, options.budget_usd
     if not task:
@@ -77,25 +89,19 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
     max_replans = settings.AGENTSITE_MAX_REPLANS if max_replans is None else max_replans
     if not 0 <= max_replans <= 10:
         raise RunInputError("Re-plans per run must be between 0 and 10.", field="max_replans")
-    allowed_hosts = _allowed_hosts(task, options.allowed_hosts)
-    with transaction.atomic():
-        run = Run.objects.create(
-            owner=owner,
-            task=task,
-            auto_approve=options.auto_approve,
-            routes={part: route.label for part, route in table.items()},
-            executor_model=table["executor"].label,
-            budget_tokens=budget_tokens,
-            budget_usd=budget_usd,
-            tool_policy=policy.mode,
-            auto_tools=sorted(policy.auto_tools),
-            replan_mode=replan_mode,
-            max_replans=max_replans,
-            allowed_hosts=allowed_hosts,
-        )
-        event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
-        plan_enqueue(run)
-    return run
+    return {
+        "task": task,
+        "auto_approve": options.auto_approve,
+        "routes": {part: route.label for part, route in table.items()},
+        "executor_model": table["executor"].label,
+        "budget_tokens": budget_tokens,
+        "budget_usd": budget_usd,
+        "tool_policy": policy.mode,
+        "auto_tools": sorted(policy.auto_tools),
+        "replan_mode": replan_mode,
+        "max_replans": max_replans,
+        "allowed_hosts": _allowed_hosts(task, options.allowed_hosts),
+    }
 
 
 def _allowed_hosts(task: str, given: Sequence[str] | None) -> list[str]:

@@ -25,7 +25,7 @@ from planner_ui.core.status import (
     StepStatus,
     step_sources,
 )
-from planner_ui.models import Approval, Run, Step
+from planner_ui.models import Approval, ExperimentRun, Run, Step
 
 from . import sql
 from .broadcast import after_commit
@@ -306,6 +306,16 @@ def run_finish_if_done(run: Run) -> None:
     run_outcome_set(run, steps)
     run.save()
     event_append(run.pk, "run.status", _status_payload(run))
+    _experiment_tell(run)
+
+
+def _experiment_tell(run: Run) -> None:
+    """A run of an experiment ended: the experiment checks it and starts the next slot."""
+    experiment_id = (
+        ExperimentRun.objects.filter(run_id=run.pk).values_list("experiment_id", flat=True).first()
+    )
+    if experiment_id is not None:
+        _enqueue(run.pk, tasks.experiment_advance, experiment_id)
 
 
 def _status_payload(run: Run) -> dict[str, str]:
@@ -337,6 +347,7 @@ def run_end(run: Run, status: RunStatus, reason: str) -> None:
     )
     approvals_withdraw(run.pk, reason)
     event_append(run.pk, "run.status", _status_payload(run))
+    _experiment_tell(run)
 
 
 def run_fail(run_id: int, reason: str) -> None:

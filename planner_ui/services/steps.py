@@ -29,6 +29,7 @@ from planner_ui.selectors.tools import tools_for_step
 
 from . import sql
 from .approvals import approval_find
+from .baselines import is_single_agent
 from .events import event_append, events_at_end, events_held, events_held_again
 from .files import workspace_checkout, workspace_drop
 from .gate import tool_context, tool_runner
@@ -242,7 +243,7 @@ def _execute(step: Step, worker: str, *, carry_on: bool = False) -> int | None:
                 on_event,
                 max_iterations=(
                     settings.AGENTSITE_BASELINE_MAX_ITERATIONS
-                    if run.baseline_of_id
+                    if is_single_agent(run, step)
                     else settings.AGENTSITE_MAX_STEP_ITERATIONS
                 ),
                 live_text=live_text,

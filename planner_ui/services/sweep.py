@@ -25,6 +25,7 @@ from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import PlanProposal, Run, Step, Sweep
 
 from . import sql
+from .evaluations import experiments_advance_running
 from .events import event_append
 from .leases import lease_held, once_per, seen_for
 
@@ -45,6 +46,7 @@ def sweep(by: str = "") -> dict[str, int]:
         "plans_again": _lost_plans(now),
         "replans_again": _lost_replans(),
         "revisions_again": _lost_revisions(now),
+        "experiments": _running_experiments(),
     }
 
 
@@ -158,3 +160,11 @@ def _lost_revisions(now: datetime) -> int:
             _send(tasks.revise_plan_task, proposal_id)
             count += 1
     return count
+
+
+def _running_experiments() -> int:
+    try:
+        return experiments_advance_running()
+    except Exception:  # the broker is down: the next sweep tries again
+        log.warning("the sweep could not advance the experiments", exc_info=True)
+        return 0

@@ -1,0 +1,132 @@
+"""Reads for suites and experiments: a person's own only, and an experiment's results computed
+from its runs' own stored accounting (the same figures their run pages show)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+
+from planner_ui.core.evaluation import ArmFigures, SlotFigures, Suite, SuiteTask, arms_figures
+from planner_ui.models import EvaluationSuite, Experiment, ExperimentRun
+
+
+def suite_list_for_user(user: AbstractBaseUser) -> QuerySet[EvaluationSuite]:
+    return EvaluationSuite.objects.filter(owner=user).order_by("name")
+
+
+def suite_get_for_user(user: AbstractBaseUser, suite_id: int) -> EvaluationSuite:
+    """The user's suite, or 404: another user's is indistinguishable from a missing one."""
+    return get_object_or_404(EvaluationSuite, pk=suite_id, owner=user)
+
+
+def experiment_list_for_user(user: AbstractBaseUser) -> QuerySet[Experiment]:
+    return Experiment.objects.filter(owner=user).order_by("-created_at", "-id")
+
+
+def experiment_get_for_user(user: AbstractBaseUser, experiment_id: int) -> Experiment:
+    return get_object_or_404(Experiment, pk=experiment_id, owner=user)
+
+
+@dataclass
+class TaskRow:
+    index: int
+    task: SuiteTask
+    # Per arm, in the arms' order: the task's slots, one per repetition.
+    cells: list[tuple[str, list[ExperimentRun]]] = field(default_factory=list)
+
+
+@dataclass
+class Results:
+    experiment: Experiment
+    arms: list[ArmFigures]
+    tasks: list[TaskRow]
+    checked: int  # slots whose run ended and was checked
+    total: int
+
+    @property
+    def arm_names(self) -> list[str]:
+        return [figures.arm for figures in self.arms]
+
+    def as_dict(self) -> dict[str, Any]:
+        experiment = self.experiment
+        return {
+            "experiment": experiment.pk,
+            "suite": experiment.suite_name,
+            "status": experiment.status,
+            "stop_reason": experiment.stop_reason,
+            "repeat": experiment.repeat,
+            "checked": self.checked,
+            "total": self.total,
+            "arms": [figures.as_dict() for figures in self.arms],
+            "tasks": [
+                {
+                    "id": row.task.id,
+                    "task": row.task.task,
+                    "arms": {arm: [_slot_dict(slot) for slot in slots] for arm, slots in row.cells},
+                }
+                for row in self.tasks
+            ],
+        }
+
+
+def _slot_dict(slot: ExperimentRun) -> dict[str, Any]:
+    run = slot.run
+    return {
+        "repetition": slot.repetition,
+        "run": slot.run_id,
+        "passed": slot.passed,
+        "checks": slot.checks,
+        "outcome": run.outcome if run else "",
+        "model_calls": run.model_calls if run else 0,
+        "tokens_in": run.tokens_in if run else 0,
+        "tokens_out": run.tokens_out if run else 0,
+        "cost_usd": str(run.cost_usd) if run else "0",
+        "wall_s": round(wall_seconds(slot), 3),
+    }
+
+
+def wall_seconds(slot: ExperimentRun) -> float:
+    """From the run's creation (its planning included) to its end; 0 before it ends."""
+    run = slot.run
+    if run is None or run.finished_at is None:
+        return 0.0
+    return (run.finished_at - run.created_at).total_seconds()
+
+
+def experiment_results(experiment: Experiment) -> Results:
+    """Figures per arm over the checked slots, and the task rows with every slot's run."""
+    suite = Suite.model_validate(experiment.suite_snapshot)
+    arm_names = [arm["name"] for arm in experiment.arms]
+    slots = list(experiment.slots.select_related("run").order_by("task_index", "repetition"))
+    checked = [s for s in slots if s.passed is not None]
+    figures = arms_figures(
+        arm_names,
+        (
+            SlotFigures(
+                arm=s.arm,
+                task_id=suite.tasks[s.task_index].id,
+                repetition=s.repetition,
+                run_id=s.run_id or 0,
+                succeeded=bool(s.passed),
+                model_calls=s.run.model_calls if s.run else 0,
+                tokens_in=s.run.tokens_in if s.run else 0,
+                tokens_out=s.run.tokens_out if s.run else 0,
+                tokens_cached=s.run.tokens_cache_read if s.run else 0,
+                cost_usd=s.run.cost_usd if s.run else Decimal(0),
+                wall_s=wall_seconds(s),
+            )
+            for s in checked
+        ),
+    )
+    rows = []
+    for index, task in enumerate(suite.tasks):
+        mine = [s for s in slots if s.task_index == index]
+        rows.append(
+            TaskRow(index, task, [(arm, [s for s in mine if s.arm == arm]) for arm in arm_names])
+        )
+    return Results(experiment, figures, rows, checked=len(checked), total=len(slots))

@@ -1,0 +1,136 @@
+"""Experiments run their slots as ordinary runs, within the concurrency limit, check each run
+as it ends, stop at the budget, and count every slot once; the results are the runs' own
+figures. Runs are driven in-process here as the workers would (see test_runs.drive)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.http import Http404
+
+from planner_ui.core.evaluation import EvaluationError, arm_parse, shipped_suites, suite_load
+from planner_ui.core.status import RunStatus
+from planner_ui.models import Experiment, ExperimentRun, Run
+from planner_ui.selectors.evaluations import experiment_get_for_user, experiment_results
+from planner_ui.services.evaluations import experiment_advance, experiment_create, suite_save
+from planner_ui.services.runs import run_plan
+
+from .test_runs import drive
+
+pytestmark = pytest.mark.django_db
+
+
+def run_to_the_end(experiment: Experiment, watch=None) -> Experiment:
+    """Advance, run what started, and again, as the end of each run would."""
+    for _ in range(100):
+        experiment = experiment_advance(experiment.pk)
+        if watch:
+            watch(experiment)
+        if experiment.is_finished:
+            return experiment
+        for slot in experiment.slots.filter(passed__isnull=True, run__isnull=False):
+            if slot.run.status == RunStatus.PLANNING:
+                run_plan(slot.run_id)
+            drive(slot.run)
+    raise AssertionError("the experiment did not finish")
+
+
+def test_an_experiment_runs_every_slot_once_within_its_concurrency(alice):
+    suite = suite_load(shipped_suites()["parallel"])
+    arms = [arm_parse("agent"), arm_parse("plan")]
+    experiment = experiment_create(alice, suite, arms, repeat=2, concurrency=3)
+    assert experiment.slots.count() == 2 * len(suite.tasks) * 2
+    going: list[int] = []
+
+    def watch(exp):
+        going.append(
+            ExperimentRun.objects.filter(experiment=exp, run__isnull=False)
+            .exclude(run__status__in=[RunStatus.SUCCEEDED, RunStatus.FAILED])
+            .count()
+        )
+
+    experiment = run_to_the_end(experiment, watch)
+    assert experiment.status == Experiment.Status.FINISHED
+    assert max(going) == 3
+    slots = list(experiment.slots.select_related("run"))
+    assert all(s.run is not None and s.passed is not None for s in slots)
+    assert Run.objects.filter(owner=alice).count() == len(slots)
+    agent_runs = [s.run for s in slots if s.arm == "agent"]
+    assert all(r.steps.get().role == "agent" and r.baseline_of is None for r in agent_runs)
+    assert all(r.tool_policy == "dry_run" for r in (s.run for s in slots))
+    # Advancing a finished experiment changes nothing.
+    experiment_advance(experiment.pk)
+    assert Run.objects.filter(owner=alice).count() == len(slots)
+
+
+def test_the_results_are_the_runs_own_figures_and_the_checks_say_why(alice):
+    suite = suite_load(shipped_suites()["parallel"])
+    experiment = experiment_create(alice, suite, [arm_parse("agent"), arm_parse("plan")])
+    experiment = run_to_the_end(experiment)
+    results = experiment_results(experiment)
+    assert (results.checked, results.total) == (8, 8)
+    for figures in results.arms:
+        runs = Run.objects.filter(
+            experiment_slot__experiment=experiment, experiment_slot__arm=figures.arm
+        )
+        assert figures.runs == runs.count() == 4
+        assert figures.model_calls == sum(r.model_calls for r in runs)
+        assert figures.tokens_in == sum(r.tokens_in for r in runs)
+        assert figures.cost_usd == sum((r.cost_usd for r in runs), Decimal(0))
+        assert figures.successes == experiment.slots.filter(arm=figures.arm, passed=True).count()
+    agent, plan = results.arms
+    assert plan.ratios["model_calls"] == round(
+        (plan.model_calls / plan.runs) / (agent.model_calls / agent.runs), 2
+    )
+    # The offline planner writes one file per clause: ants.md is missing in both arms.
+    (two_notes,) = [row for row in results.tasks if row.task.id == "two-notes"]
+    for _arm, (slot,) in two_notes.cells:
+        assert slot.passed is False
+        assert slot.checks[1][1].startswith("file ants.md does not exist")
+    (products,) = [row for row in results.tasks if row.task.id == "three-products"]
+    assert all(slot.passed for _arm, (slot,) in products.cells)
+    exported = results.as_dict()
+    assert exported["arms"][1]["model_calls"] == plan.model_calls
+    assert exported["tasks"][0]["arms"]["plan"][0]["run"] == products.cells[1][1][0].run_id
+
+
+def test_an_experiment_stops_at_its_budget_and_counts_only_what_ended(alice):
+    suite = suite_load(shipped_suites()["sequential"])
+    experiment = experiment_create(
+        alice, suite, [arm_parse("plan")], concurrency=1, budget_tokens=1
+    )
+    experiment = run_to_the_end(experiment)
+    assert experiment.status == Experiment.Status.STOPPED
+    assert experiment.stop_reason.startswith("Budget spent: ")
+    started = experiment.slots.filter(run__isnull=False)
+    assert started.count() == 1  # the first run spent the budget; nothing else started
+    results = experiment_results(experiment)
+    assert (results.checked, results.total) == (1, len(suite.tasks))
+
+
+def test_experiment_options_are_checked(alice):
+    suite = suite_load(shipped_suites()["parallel"])
+    with pytest.raises(EvaluationError, match="Repeat each task 1 to 20 times."):
+        experiment_create(alice, suite, [arm_parse("plan")], repeat=0)
+    with pytest.raises(EvaluationError, match="Arm x: "):
+        experiment_create(alice, suite, [arm_parse("x=plan,planner=anthropic:claude-haiku-5-5")])
+    assert not Experiment.objects.exists()
+
+
+def test_suites_are_saved_under_their_name_once_per_person(alice, make_user):
+    text = shipped_suites()["parallel"]
+    saved = suite_save(alice, text)
+    assert (saved.name, saved.content) == ("parallel", text)
+    with pytest.raises(EvaluationError, match="You have a suite named 'parallel' already"):
+        suite_save(alice, text)
+    suite_save(make_user("bob"), text)  # another person's suite may share the name
+    with pytest.raises(EvaluationError, match="not valid YAML"):
+        suite_save(alice, "name: [", saved)
+
+
+def test_another_persons_experiment_is_not_found(alice, make_user):
+    suite = suite_load(shipped_suites()["parallel"])
+    experiment = experiment_create(alice, suite, [arm_parse("plan")])
+    with pytest.raises(Http404):
+        experiment_get_for_user(make_user("bob"), experiment.pk)
