@@ -5,7 +5,6 @@ brings up an embedded Redis and a worker of its own for the duration."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from decimal import Decimal
 from typing import Any
@@ -19,6 +18,7 @@ from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.pricing import dollars
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
+from planner_ui.management.stack import bring_up_what_is_missing
 from planner_ui.models import Run
 from planner_ui.selectors.run_json import run_json
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
@@ -87,7 +87,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.monotonic()
-        owned = self._bring_up_what_is_missing()
+        owned = bring_up_what_is_missing(self.stderr, "runtask", "task")
         try:
             run = self._submit(options)
             run = self._wait(run, options)
@@ -102,33 +102,6 @@ class Command(BaseCommand):
         code = EXIT_CODES[RunOutcome(run.outcome)] if run.outcome else 1
         if code:
             raise SystemExit(code)
-
-    def _bring_up_what_is_missing(self) -> list:
-        procs = []
-        logs = settings.VAR_DIR / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        if not embedded.redis_ping(settings.REDIS_URL):
-            if not settings.REDIS_IS_EMBEDDED:
-                raise CommandError(f"REDIS_URL {settings.REDIS_URL} does not answer.")
-            self.stderr.write("No Redis running: starting the embedded one.")
-            procs.append(
-                embedded.start_redis(
-                    settings.EMBEDDED_REDIS_SOCKET, log_path=logs / "runtask-redis.log"
-                )
-            )
-        try:
-            embedded.wait_for_worker(timeout=2.0)
-        except RuntimeError:
-            self.stderr.write("No Celery worker answering: starting one for this task.")
-            env = dict(os.environ, REDIS_URL=settings.REDIS_URL)
-            log_path = logs / "runtask-worker.log"
-            procs.append(embedded.start_worker(env=env, log_path=log_path, hostname="runtask-%h"))
-            try:
-                embedded.wait_for_worker("runtask", timeout=60)
-            except RuntimeError:
-                embedded.stop_processes(procs)
-                raise CommandError(f"The worker did not start; see {log_path}") from None
-        return procs
 
     def _submit(self, options: dict[str, Any]) -> Run:
         user, _ = get_user_model().objects.get_or_create(username=options["user"])
