@@ -1,6 +1,17 @@
 from django.urls import path
 
-from .views import approvals, files, local_models, mcp, plans, report, retries, runs, tokens
+from .views import (
+    approvals,
+    evaluations,
+    files,
+    local_models,
+    mcp,
+    plans,
+    report,
+    retries,
+    runs,
+    tokens,
+)
 
 urlpatterns = [
     path("", runs.home, name="home"),
@@ -66,4 +77,32 @@ urlpatterns = [
     path("runs/<int:run_id>/plan/import/", plans.plan_import_view, name="plan_import"),
     path("runs/<int:run_id>/plan/diff/", plans.plan_diff_view, name="plan_diff"),
     path("runs/<int:run_id>/plan/v<int:number>.json", plans.plan_json, name="plan_json"),
+    path("evaluations/", evaluations.evaluations, name="evaluations"),
+    path("evaluations/suites/new/", evaluations.suite_new, name="suite_new"),
+    path("evaluations/suites/<int:suite_id>/", evaluations.suite_detail, name="suite_detail"),
+    path(
+        "evaluations/suites/<int:suite_id>/suite.<str:fmt>",
+        evaluations.suite_export,
+        name="suite_export",
+    ),
+    path(
+        "evaluations/suites/<int:suite_id>/experiment/",
+        evaluations.experiment_new,
+        name="experiment_new",
+    ),
+    path(
+        "evaluations/experiments/<int:experiment_id>/",
+        evaluations.experiment_detail,
+        name="experiment_detail",
+    ),
+    path(
+        "evaluations/experiments/<int:experiment_id>/cancel/",
+        evaluations.experiment_cancel_view,
+        name="experiment_cancel",
+    ),
+    path(
+        "evaluations/experiments/<int:experiment_id>/results.<str:fmt>",
+        evaluations.experiment_export,
+        name="experiment_export",
+    ),
 ]

@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from planner_ui.core.evaluation import ArmFigures, SlotFigures, Suite, SuiteTask, arms_figures
+from planner_ui.core.evaluation_plots import Plot, success_against_cost, wall_time_per_task
 from planner_ui.models import EvaluationSuite, Experiment, ExperimentRun
 
 
@@ -130,3 +131,20 @@ def experiment_results(experiment: Experiment) -> Results:
             TaskRow(index, task, [(arm, [s for s in mine if s.arm == arm]) for arm in arm_names])
         )
     return Results(experiment, figures, rows, checked=len(checked), total=len(slots))
+
+
+def results_plots(results: Results) -> dict[str, Plot]:
+    """The two plots of the results page: success against cost, wall time per task per arm
+    (the mean over each arm's counted runs of the task)."""
+    seconds: dict[tuple[str, str], float] = {}
+    for row in results.tasks:
+        for arm, slots in row.cells:
+            counted = [wall_seconds(s) for s in slots if s.passed is not None and s.run_id]
+            if counted:
+                seconds[(row.task.id, arm)] = sum(counted) / len(counted)
+    return {
+        "cost_plot": success_against_cost(results.arms),
+        "wall_plot": wall_time_per_task(
+            [row.task.id for row in results.tasks], results.arm_names, seconds
+        ),
+    }

@@ -16,8 +16,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
+from pydantic import TypeAdapter, ValidationError
 
 from planner_ui import tasks
+from planner_ui.core.bounds import TokenBudget, UsdBudget
 from planner_ui.core.effects import PolicyMode
 from planner_ui.core.evaluation import (
     MAX_REPEAT,
@@ -83,6 +85,8 @@ def experiment_create(
         raise EvaluationError("A budget in USD must be more than 0.")
     if budget_tokens is not None and budget_tokens <= 0:
         raise EvaluationError("A token budget must be a positive number of tokens.")
+    _within("Budget in USD", UsdBudget, budget_usd)
+    _within("Token budget", TokenBudget, budget_tokens)
     if tool_policy not in (PolicyMode.DRY_RUN, PolicyMode.ASK):
         # "auto" needs a list of tools; an experiment's choice is to record or to ask.
         raise EvaluationError("Irreversible calls in an experiment: dry_run or ask.")
@@ -114,6 +118,16 @@ def experiment_create(
         )
         advance_enqueue(experiment.pk)
     return experiment
+
+
+def _within(name: str, bound: object, value: object) -> None:
+    """The database's columns hold budgets only so big and so fine (core.bounds)."""
+    if value is None:
+        return
+    try:
+        TypeAdapter(bound).validate_python(value)
+    except ValidationError as exc:
+        raise EvaluationError(f"{name}: {exc.errors()[0]['msg']}.") from None
 
 
 def advance_enqueue(experiment_id: int) -> None:

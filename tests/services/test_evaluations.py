@@ -115,6 +115,10 @@ def test_experiment_options_are_checked(alice):
         experiment_create(alice, suite, [arm_parse("plan")], repeat=0)
     with pytest.raises(EvaluationError, match="Arm x: "):
         experiment_create(alice, suite, [arm_parse("x=plan,planner=anthropic:claude-haiku-5-5")])
+    with pytest.raises(EvaluationError, match="Budget in USD: Decimal input should have no more"):
+        experiment_create(alice, suite, [arm_parse("plan")], budget_usd=Decimal("0.00001"))
+    with pytest.raises(EvaluationError, match="Budget in USD: "):
+        experiment_create(alice, suite, [arm_parse("plan")], budget_usd=Decimal("1e20"))
     assert not Experiment.objects.exists()
 
 
