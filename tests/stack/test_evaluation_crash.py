@@ -1,0 +1,61 @@
+"""An experiment whose worker is SIGKILLed mid-way finishes on the next worker with every
+slot run once and counted once."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner_ui.core.evaluation import arm_parse, shipped_suites, suite_load
+from planner_ui.models import Experiment, ExperimentRun, Run
+from planner_ui.selectors.evaluations import experiment_results
+from planner_ui.services.evaluations import experiment_create
+from tests.conftest import wait_until
+from tests.stack.test_crash import Workers, workers  # noqa: F401 (a fixture)
+
+pytestmark = [
+    pytest.mark.stack,
+    pytest.mark.crash,
+    pytest.mark.django_db(transaction=True),
+]
+
+FAST = {"AGENTSITE_OFFLINE_LATENCY_S": "0.5", "AGENTSITE_SWEEP_S": "2"}
+
+
+def test_an_experiment_killed_mid_way_finishes_with_every_slot_counted_once(
+    workers: Workers,  # noqa: F811
+    make_user,
+):
+    first = workers.start(**FAST)
+    suite = suite_load(shipped_suites()["parallel"])
+    experiment = experiment_create(
+        make_user(), suite, [arm_parse("agent"), arm_parse("plan")], concurrency=2
+    )
+    slots = ExperimentRun.objects.filter(experiment=experiment)
+    wait_until(
+        lambda: (
+            slots.filter(passed__isnull=False).count() >= 2
+            and slots.filter(passed__isnull=True, run__isnull=False).exists()
+        ),
+        timeout=90,
+        what="two slots checked and another running",
+    )
+    workers.kill(first)
+    checked_at_kill = slots.filter(passed__isnull=False).count()
+    assert checked_at_kill < slots.count()
+    workers.start(**FAST)
+
+    def ended() -> bool:
+        experiment.refresh_from_db()
+        return experiment.is_finished
+
+    wait_until(ended, timeout=240, what="the experiment to finish after the kill")
+    assert experiment.status == Experiment.Status.FINISHED
+    assert slots.filter(passed__isnull=True).count() == 0
+    assert slots.filter(run__isnull=True).count() == 0
+    # One run per slot: nothing started twice, nothing left over.
+    runs = Run.objects.filter(owner=experiment.owner)
+    assert runs.count() == slots.count() == 2 * len(suite.tasks)
+    assert all(run.is_finished for run in runs)
+    results = experiment_results(experiment)
+    assert (results.checked, results.total) == (8, 8)
+    assert [arm.runs for arm in results.arms] == [4, 4]
