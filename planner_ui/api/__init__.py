@@ -18,11 +18,12 @@ from ninja.parser import Parser
 
 from planner_ui.core.bounds import JsonRefused, loads_bounded
 from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
+from planner_ui.core.evaluation import EvaluationError
 from planner_ui.models import Run
 from planner_ui.services.approvals import ApprovalRefused, ArgumentsRefused
 from planner_ui.services.runs import RunInputError
 
-from . import approvals, plans, runs
+from . import approvals, evaluations, plans, runs
 from .auth import TokenAuth, TokenRateThrottle
 
 
@@ -67,6 +68,7 @@ api = SlashTolerantAPI(
 api.add_router("", runs.router)
 api.add_router("", plans.router)
 api.add_router("", approvals.router)
+api.add_router("", evaluations.router)
 
 
 def _error(request: HttpRequest, status: int, detail: object, **extra: object) -> HttpResponse:
@@ -117,6 +119,13 @@ def _bad_arguments(request: HttpRequest, exc: ArgumentsRefused) -> HttpResponse:
 def _bad_options(request: HttpRequest, exc: RunInputError) -> HttpResponse:
     loc = ["body", "payload", exc.field] if exc.field else ["body", "payload"]
     return _error(request, 422, [{"loc": loc, "msg": str(exc), "type": "value_error"}])
+
+
+@api.exception_handler(EvaluationError)
+def _bad_evaluation(request: HttpRequest, exc: EvaluationError) -> HttpResponse:
+    return _error(
+        request, 422, [{"loc": ["body", "payload"], "msg": str(exc), "type": "value_error"}]
+    )
 
 
 @api.exception_handler(Run.DoesNotExist)
