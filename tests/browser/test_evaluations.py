@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from planner_ui.models import Experiment, Run
 
+from . import test_accessibility as a11y
 from .flows import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
@@ -39,6 +40,7 @@ def test_a_suite_runs_in_two_arms_and_its_results_are_read_and_followed(
     page.fill("#suite-content", SUITE)
     page.click("#save-suite")
     expect(page.locator("#suite-tasks h2")).to_have_text("3 tasks")
+    assert a11y.serious_violations(page) == []
 
     page.fill("#concurrency", "2")
     page.click("#start-experiment")
@@ -62,6 +64,11 @@ def test_a_suite_runs_in_two_arms_and_its_results_are_read_and_followed(
     expect(page.locator("#cost-plot svg g.point")).to_have_count(2)
     expect(page.locator("#wall-plot svg rect.bar")).to_have_count(6)
     expect(page.locator('#tasks-table tr[data-task="product"] .slot-passed')).to_have_count(2)
+
+    assert a11y.serious_violations(page) == []
+    page.set_viewport_size({"width": 390, "height": 900})
+    assert a11y.horizontal_overflow(page) == 0
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     link = page.locator('#tasks-table tr[data-task="total-file"] td[data-arm="plan"] a.slot-run')
     run_id = experiment.slots.get(arm="plan", task_index=1).run_id
