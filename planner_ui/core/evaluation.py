@@ -23,6 +23,8 @@ import jsonschema
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from . import dag
+
 MAX_SUITE_TASKS = 100
 MAX_SUITE_CHARS = 100_000
 MAX_REPEAT = 20
@@ -393,6 +395,17 @@ class SlotFigures:
     tokens_cached: int
     cost_usd: Decimal
     wall_s: float
+    # The longest chain of dependent steps, by their measured durations: what the run would
+    # have taken with every independent step side by side and no planning.
+    critical_path_s: float = 0.0
+
+
+def critical_path_s(steps: Mapping[str, tuple[Sequence[str], float]]) -> float:
+    """Seconds along the longest dependent chain of a run's steps, given as
+    {step id: (its dependencies, its seconds)}."""
+    deps = {step: [d for d in needs if d in steps] for step, (needs, _) in steps.items()}
+    seconds = {step: spent for step, (_, spent) in steps.items()}
+    return sum(seconds[step] for step in dag.critical_path(deps, seconds))
 
 
 @dataclass
@@ -406,6 +419,7 @@ class ArmFigures:
     tokens_cached: int = 0
     cost_usd: Decimal = Decimal(0)
     wall_s: float = 0.0
+    critical_path_s: float = 0.0
     interval: tuple[float, float] = (0.0, 1.0)
     # This arm's figure ÷ the first arm's, by figure name; None where the first arm's is 0.
     ratios: dict[str, float | None] = field(default_factory=dict)
@@ -439,13 +453,21 @@ class ArmFigures:
             "tokens_cached": self.tokens_cached,
             "cost_usd": str(self.cost_usd),
             "wall_s": round(self.wall_s, 3),
+            "critical_path_s": round(self.critical_path_s, 3),
             "ratios": self.ratios,
         }
 
 
 # The figures a ratio is given for, each per run so that arms with a different number of
 # finished runs still compare.
-RATIO_FIGURES = ("success_rate", "model_calls", "tokens", "cost_usd", "wall_s")
+RATIO_FIGURES = (
+    "success_rate",
+    "model_calls",
+    "tokens",
+    "cost_usd",
+    "wall_s",
+    "critical_path_s",
+)
 
 
 def arms_figures(arm_names: Sequence[str], slots: Iterable[SlotFigures]) -> list[ArmFigures]:
@@ -467,6 +489,7 @@ def arms_figures(arm_names: Sequence[str], slots: Iterable[SlotFigures]) -> list
         figures.tokens_cached += slot.tokens_cached
         figures.cost_usd += slot.cost_usd
         figures.wall_s += slot.wall_s
+        figures.critical_path_s += slot.critical_path_s
     arms = list(by_arm.values())
     for figures in arms:
         figures.interval = wilson_interval(figures.successes, figures.runs)

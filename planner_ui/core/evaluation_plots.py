@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .evaluation import ArmFigures
 from .timing import tick_label, tick_step
@@ -49,19 +49,20 @@ class Bar:
 
 @dataclass(frozen=True)
 class Plot:
-    width: int
-    height: int
-    left: float
-    right: float
-    top: float
-    bottom: float
     x_label: str
     y_label: str
-    x_ticks: list[Tick]
     y_ticks: list[Tick]
-    points: list[Point]
-    bars: list[Bar]
-    groups: list[Tick]  # the tasks under a bar plot's groups
+    x_ticks: list[Tick] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
+    bars: list[Bar] = field(default_factory=list)
+    groups: list[Tick] = field(default_factory=list)  # the tasks under a bar plot's groups
+    width: int = WIDTH
+    height: int = HEIGHT
+    # The frame inside the margins, where the data is drawn.
+    left: float = MARGIN[0]
+    right: float = WIDTH - MARGIN[1]
+    top: float = MARGIN[2]
+    bottom: float = HEIGHT - MARGIN[3]
 
 
 def _frame() -> tuple[float, float, float, float]:
@@ -143,19 +144,11 @@ def success_against_cost(arms: Sequence[ArmFigures]) -> Plot:
         x_max, x_step, to_x, (lambda v, st: "$" + _number(v, st)) if priced else _number
     )
     return Plot(
-        WIDTH,
-        HEIGHT,
-        left,
-        right,
-        top,
-        bottom,
         x_label="cost per run (USD)" if priced else "tokens per run (nothing was priced)",
         y_label="success",
         x_ticks=x_ticks,
         y_ticks=y_ticks,
         points=points,
-        bars=[],
-        groups=[],
     )
 
 
@@ -196,18 +189,4 @@ def wall_time_per_task(
                 )
             )
     y_ticks = _ticks(y_max, y_step, to_y, tick_label)
-    return Plot(
-        WIDTH,
-        HEIGHT,
-        left,
-        right,
-        top,
-        bottom,
-        x_label="task",
-        y_label="wall time",
-        x_ticks=[],
-        y_ticks=y_ticks,
-        points=[],
-        bars=bars,
-        groups=groups,
-    )
+    return Plot(x_label="task", y_label="wall time", y_ticks=y_ticks, bars=bars, groups=groups)

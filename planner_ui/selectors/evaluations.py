@@ -3,6 +3,7 @@ from its runs' own stored accounting (the same figures their run pages show)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -11,9 +12,16 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from planner_ui.core.evaluation import ArmFigures, SlotFigures, Suite, SuiteTask, arms_figures
+from planner_ui.core.evaluation import (
+    ArmFigures,
+    SlotFigures,
+    Suite,
+    SuiteTask,
+    arms_figures,
+    critical_path_s,
+)
 from planner_ui.core.evaluation_plots import Plot, success_against_cost, wall_time_per_task
-from planner_ui.models import EvaluationSuite, Experiment, ExperimentRun
+from planner_ui.models import EvaluationSuite, Experiment, ExperimentRun, Step
 
 
 def suite_list_for_user(user: AbstractBaseUser) -> QuerySet[EvaluationSuite]:
@@ -99,12 +107,25 @@ def wall_seconds(slot: ExperimentRun) -> float:
     return (run.finished_at - run.created_at).total_seconds()
 
 
+def _critical_paths(run_ids: list[int]) -> dict[int, float]:
+    """Each run's measured critical path in seconds, from its steps in one query."""
+    steps: dict[int, dict[str, tuple[list[str], float]]] = defaultdict(dict)
+    rows = Step.objects.filter(run_id__in=run_ids).values_list(
+        "run_id", "step_id", "depends_on", "started_at", "finished_at"
+    )
+    for run_id, step_id, depends_on, started_at, finished_at in rows:
+        spent = (finished_at - started_at).total_seconds() if started_at and finished_at else 0.0
+        steps[run_id][step_id] = (depends_on, spent)
+    return {run_id: critical_path_s(found) for run_id, found in steps.items()}
+
+
 def experiment_results(experiment: Experiment) -> Results:
     """Figures per arm over the checked slots, and the task rows with every slot's run."""
     suite = Suite.model_validate(experiment.suite_snapshot)
     arm_names = [arm["name"] for arm in experiment.arms]
     slots = list(experiment.slots.select_related("run").order_by("task_index", "repetition"))
     checked = [s for s in slots if s.passed is not None]
+    paths = _critical_paths([s.run_id for s in checked if s.run_id])
     figures = arms_figures(
         arm_names,
         (
@@ -120,6 +141,7 @@ def experiment_results(experiment: Experiment) -> Results:
                 tokens_cached=s.run.tokens_cache_read if s.run else 0,
                 cost_usd=s.run.cost_usd if s.run else Decimal(0),
                 wall_s=wall_seconds(s),
+                critical_path_s=paths.get(s.run_id or 0, 0.0),
             )
             for s in checked
         ),

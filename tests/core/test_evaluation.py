@@ -15,6 +15,7 @@ from planner_ui.core.evaluation import (
     arms_check,
     arms_figures,
     check_run,
+    critical_path_s,
     numbers_in,
     suite_dump,
     suite_load,
@@ -161,6 +162,7 @@ def test_figures_per_arm_count_each_slot_once_and_compare_to_the_first_arm():
         "tokens": 3.0,
         "cost_usd": 3.0,
         "wall_s": 3.0,
+        "critical_path_s": None,
     }
     assert agent.ratios["cost_usd"] == 1.0
     assert plan.interval == wilson_interval(2, 2)
@@ -182,3 +184,14 @@ def test_the_shipped_suites_load_and_each_task_has_a_check():
         suite = suite_load(text)
         assert suite.name == name
         assert all(task.checks for task in suite.tasks)
+
+
+def test_the_critical_path_is_the_longest_dependent_chain_by_measured_seconds():
+    steps = {
+        "a": ([], 2.0),
+        "b": ([], 5.0),
+        "c": (["a"], 4.0),
+        "synthesis": (["b", "c", "gone"], 1.0),
+    }
+    assert critical_path_s(steps) == 7.0  # a, c, synthesis: longer than b, synthesis
+    assert critical_path_s({}) == 0

@@ -11,7 +11,7 @@ from django.http import Http404
 
 from planner_ui.core.evaluation import EvaluationError, arm_parse, shipped_suites, suite_load
 from planner_ui.core.status import RunStatus
-from planner_ui.models import Experiment, ExperimentRun, Run
+from planner_ui.models import Experiment, ExperimentRun, Run, Step
 from planner_ui.selectors.evaluations import experiment_get_for_user, experiment_results
 from planner_ui.services.evaluations import experiment_advance, experiment_create, suite_save
 from planner_ui.services.runs import run_plan
@@ -80,6 +80,10 @@ def test_the_results_are_the_runs_own_figures_and_the_checks_say_why(alice):
         assert figures.cost_usd == sum((r.cost_usd for r in runs), Decimal(0))
         assert figures.successes == experiment.slots.filter(arm=figures.arm, passed=True).count()
     agent, plan = results.arms
+    # One step per single-agent run: its critical path is that step.
+    agent_steps = Step.objects.filter(run__experiment_slot__arm="agent")
+    assert agent.critical_path_s == pytest.approx(sum(s.duration_s for s in agent_steps))
+    assert 0 < plan.critical_path_s
     assert plan.ratios["model_calls"] == round(
         (plan.model_calls / plan.runs) / (agent.model_calls / agent.runs), 2
     )

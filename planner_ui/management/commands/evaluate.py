@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from agentsite import embedded
 from planner_ui.core.evaluation import (
     MAX_REPEAT,
+    RATIO_FIGURES,
     Arm,
     ArmFigures,
     EvaluationError,
@@ -212,23 +213,26 @@ def results_table(results: Results) -> str:
         f"checked, each task {experiment.repeat}×.",
         "",
     ]
-    header = ("arm", "success", "95% CI", "calls", "tokens in", "tokens out", "cost", "wall s")
+    header = (
+        "arm",
+        "success",
+        "95% CI",
+        "calls",
+        "tokens in",
+        "tokens out",
+        "cost",
+        "wall s",
+        "critical s",
+    )
     rows = [header] + [_arm_row(figures) for figures in results.arms]
     lines += _aligned(rows)
     if len(results.arms) > 1:
         reference = results.arms[0].arm
         lines += ["", f"Per run, each arm ÷ {reference}:"]
-        ratio_rows = [("arm", "success", "calls", "tokens", "cost", "wall")]
+        ratio_rows = [("arm", "success", "calls", "tokens", "cost", "wall", "critical")]
         for figures in results.arms[1:]:
-            r = figures.ratios
             ratio_rows.append(
-                (
-                    figures.arm,
-                    *(
-                        _times(r[name])
-                        for name in ("success_rate", "model_calls", "tokens", "cost_usd", "wall_s")
-                    ),
-                )
+                (figures.arm, *(_times(figures.ratios[name]) for name in RATIO_FIGURES))
             )
         lines += _aligned(ratio_rows)
     lines += ["", "Per task (✓ passed, ✗ failed, · not counted):"]
@@ -259,6 +263,7 @@ def _arm_row(figures: ArmFigures) -> tuple[str, ...]:
         str(figures.tokens_out),
         dollars(figures.cost_usd, 4),
         f"{figures.wall_s:.1f}",
+        f"{figures.critical_path_s:.1f}",
     )
 
 
