@@ -753,6 +753,8 @@ class Experiment(models.Model):
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
     stop_reason = models.CharField(max_length=300, blank=True)
+    # Set while a person has paused it: no slot starts, and its runs are paused too.
+    paused_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -101,6 +101,16 @@ urlpatterns = [
         name="experiment_cancel",
     ),
     path(
+        "evaluations/experiments/<int:experiment_id>/pause/",
+        evaluations.experiment_pause_view,
+        name="experiment_pause",
+    ),
+    path(
+        "evaluations/experiments/<int:experiment_id>/resume/",
+        evaluations.experiment_resume_view,
+        name="experiment_resume",
+    ),
+    path(
         "evaluations/experiments/<int:experiment_id>/results.<str:fmt>",
         evaluations.experiment_export,
         name="experiment_export",

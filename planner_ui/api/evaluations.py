@@ -30,6 +30,8 @@ from planner_ui.services.evaluations import (
     MAX_CONCURRENCY,
     experiment_cancel,
     experiment_create,
+    experiment_pause,
+    experiment_resume,
     suite_save,
 )
 
@@ -159,3 +161,23 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> dict[str, Any
 def experiment_stop(request: HttpRequest, experiment_id: int) -> dict[str, Any]:
     experiment = experiment_get_for_user(request.user, experiment_id)
     return experiment_results(experiment_cancel(experiment.pk, request.user)).as_dict()
+
+
+@router.post(
+    "/experiments/{experiment_id}/pause",
+    response=dict[str, Any],
+    summary="Start no new run, and pause the runs going",
+)
+def experiment_pause_api(request: HttpRequest, experiment_id: int) -> dict[str, Any]:
+    experiment = experiment_get_for_user(request.user, experiment_id)
+    return experiment_results(experiment_pause(experiment.pk, request.user)).as_dict()
+
+
+@router.post(
+    "/experiments/{experiment_id}/resume",
+    response=dict[str, Any],
+    summary="Go on after a pause",
+)
+def experiment_resume_api(request: HttpRequest, experiment_id: int) -> dict[str, Any]:
+    experiment = experiment_get_for_user(request.user, experiment_id)
+    return experiment_results(experiment_resume(experiment.pk, request.user)).as_dict()

@@ -67,6 +67,7 @@ class Results:
             "experiment": experiment.pk,
             "suite": experiment.suite_name,
             "status": experiment.status,
+            "paused": experiment.paused_at is not None,
             "stop_reason": experiment.stop_reason,
             "repeat": experiment.repeat,
             "checked": self.checked,

@@ -10,7 +10,9 @@ is checked once, when `passed` is still empty: a slot runs once and counts once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from decimal import Decimal
+from contextlib import suppress
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, Decimal
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
@@ -21,6 +23,7 @@ from pydantic import TypeAdapter, ValidationError
 from planner_ui import tasks
 from planner_ui.core.bounds import TokenBudget, UsdBudget
 from planner_ui.core.effects import PolicyMode
+from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.evaluation import (
     MAX_REPEAT,
     Arm,
@@ -39,7 +42,7 @@ from planner_ui.models import EvaluationSuite, Experiment, ExperimentRun, Run
 
 from .baselines import single_agent_create
 from .providers import routes_for_run
-from .runs import RunInputError, run_create
+from .runs import RunInputError, run_create, run_pause, run_resume
 from .scheduler import run_end
 
 MAX_CONCURRENCY = 16
@@ -149,16 +152,63 @@ def experiment_advance(experiment_id: int) -> Experiment:
         if reason := _over_budget(experiment):
             _stop(experiment, slots, Experiment.Status.STOPPED, reason)
             return experiment
+        if experiment.paused_at:
+            return experiment  # resuming advances it again
         running = sum(1 for s in slots if s.passed is None and s.run is not None)
         waiting = [s for s in slots if s.run is None and s.passed is None]
         arms = {arm["name"]: Arm.model_validate(arm) for arm in experiment.arms}
-        for slot in waiting[: max(0, experiment.concurrency - running)]:
-            _start_slot(experiment, slot, suite, arms[slot.arm])
+        starting = waiting[: max(0, experiment.concurrency - running)]
+        left = _left(experiment) if starting else _Left()
+        for slot in starting:
+            _start_slot(experiment, slot, suite, arms[slot.arm], left)
         if all(s.passed is not None for s in slots):
             experiment.status = Experiment.Status.FINISHED
             experiment.finished_at = timezone.now()
             experiment.save(update_fields=["status", "finished_at"])
     return experiment
+
+
+def experiment_pause(experiment_id: int, user: AbstractBaseUser) -> Experiment:
+    """Start no new slot and pause the runs going (their started steps carry on to their end,
+    as with any paused run); kept in the database, so restarts do not lift it."""
+    with transaction.atomic():
+        experiment = Experiment.objects.select_for_update().get(pk=experiment_id)
+        if experiment.is_finished or experiment.paused_at:
+            state = "paused already" if experiment.paused_at else experiment.get_status_display()
+            raise InvalidTransition(f"This experiment is {state}, so it cannot be paused.")
+        experiment.paused_at = timezone.now()
+        experiment.save(update_fields=["paused_at"])
+        for run_id in _going(experiment):
+            with suppress(InvalidTransition):  # still planning, or paused by the person
+                run_pause(run_id, user)
+    return experiment
+
+
+def experiment_resume(experiment_id: int, user: AbstractBaseUser) -> Experiment:
+    """Go on from a pause: its runs resume and the next slots start."""
+    with transaction.atomic():
+        experiment = Experiment.objects.select_for_update().get(pk=experiment_id)
+        if experiment.is_finished or not experiment.paused_at:
+            raise InvalidTransition(
+                f"This experiment is {experiment.get_status_display()} and not paused, so "
+                "there is nothing to resume."
+            )
+        experiment.paused_at = None
+        experiment.save(update_fields=["paused_at"])
+        for run_id in _going(experiment):
+            with suppress(InvalidTransition):
+                run_resume(run_id, user)
+        advance_enqueue(experiment.pk)
+    return experiment
+
+
+def _going(experiment: Experiment) -> list[int]:
+    """Its runs that have started and not been checked yet."""
+    return list(
+        experiment.slots.filter(passed__isnull=True, run__isnull=False).values_list(
+            "run_id", flat=True
+        )
+    )
 
 
 def experiment_cancel(experiment_id: int, user: AbstractBaseUser) -> Experiment:
@@ -193,12 +243,18 @@ def _check_slot(slot: ExperimentRun, suite: Suite) -> None:
     slot.save(update_fields=["checks", "passed"])
 
 
-def _start_slot(experiment: Experiment, slot: ExperimentRun, suite: Suite, arm: Arm) -> None:
+def _start_slot(
+    experiment: Experiment, slot: ExperimentRun, suite: Suite, arm: Arm, left: _Left
+) -> None:
     options = RunOptions(
         task=suite.tasks[slot.task_index].task,
         auto_approve=True,
         routes=arm.routes,
         tool_policy=experiment.tool_policy,
+        # What is left of the experiment's budget, so that one run cannot spend far past it
+        # (runs going at once may still overrun it together by up to one budget each).
+        budget_usd=left.usd,
+        budget_tokens=left.tokens,
     )
     try:
         if arm.kind is ArmKind.AGENT:
@@ -213,19 +269,48 @@ def _start_slot(experiment: Experiment, slot: ExperimentRun, suite: Suite, arm: 
     slot.save(update_fields=["run"])
 
 
-def _over_budget(experiment: Experiment) -> str:
-    if experiment.budget_usd is None and experiment.budget_tokens is None:
-        return ""
+@dataclass(frozen=True)
+class _Left:
+    """What is left of an experiment's budget; None where it has none."""
+
+    usd: Decimal | None = None
+    tokens: int | None = None
+
+
+def _spent(experiment: Experiment) -> tuple[Decimal, int]:
     spent = Run.objects.filter(experiment_slot__experiment=experiment).aggregate(
         cost=Sum("cost_usd"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")
     )
-    cost = spent["cost"] or Decimal(0)
-    tokens = (spent["tokens_in"] or 0) + (spent["tokens_out"] or 0)
+    return spent["cost"] or Decimal(0), (spent["tokens_in"] or 0) + (spent["tokens_out"] or 0)
+
+
+def _over_budget(experiment: Experiment) -> str:
+    if experiment.budget_usd is None and experiment.budget_tokens is None:
+        return ""
+    cost, tokens = _spent(experiment)
     if experiment.budget_usd is not None and cost >= experiment.budget_usd:
         return f"Budget spent: ${cost:.4f} of ${experiment.budget_usd:.4f}."
     if experiment.budget_tokens is not None and tokens >= experiment.budget_tokens:
         return f"Budget spent: {tokens} tokens of {experiment.budget_tokens}."
     return ""
+
+
+_CENTICENT = Decimal("0.0001")
+
+
+def _left(experiment: Experiment) -> _Left:
+    if experiment.budget_usd is None and experiment.budget_tokens is None:
+        return _Left()
+    cost, tokens = _spent(experiment)
+    usd = None
+    if experiment.budget_usd is not None:
+        # A run's budget has four places (core.bounds); below the smallest, the next check
+        # stops the experiment anyway.
+        usd = max((experiment.budget_usd - cost).quantize(_CENTICENT, ROUND_DOWN), _CENTICENT)
+    return _Left(
+        usd=usd,
+        tokens=None if experiment.budget_tokens is None else experiment.budget_tokens - tokens,
+    )
 
 
 def _stop(experiment: Experiment, slots: list[ExperimentRun], status: str, reason: str) -> None:

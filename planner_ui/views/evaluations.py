@@ -16,6 +16,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.evaluation import (
     MAX_REPEAT,
     EvaluationError,
@@ -36,6 +37,8 @@ from planner_ui.services.evaluations import (
     MAX_CONCURRENCY,
     experiment_cancel,
     experiment_create,
+    experiment_pause,
+    experiment_resume,
     suite_save,
 )
 
@@ -174,6 +177,27 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
 def experiment_cancel_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
     experiment = experiment_get_for_user(request.user, experiment_id)
     experiment_cancel(experiment.pk, request.user)
+    return redirect("experiment_detail", experiment_id=experiment.pk)
+
+
+@login_required
+@require_POST
+def experiment_pause_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
+    return _steer(request, experiment_id, experiment_pause)
+
+
+@login_required
+@require_POST
+def experiment_resume_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
+    return _steer(request, experiment_id, experiment_resume)
+
+
+def _steer(request: HttpRequest, experiment_id: int, action) -> HttpResponse:
+    experiment = experiment_get_for_user(request.user, experiment_id)
+    try:
+        action(experiment.pk, request.user)
+    except InvalidTransition as exc:
+        messages.error(request, str(exc))
     return redirect("experiment_detail", experiment_id=experiment.pk)
 
 

@@ -90,3 +90,17 @@ def test_another_users_suites_and_experiments_are_not_found(api_client) -> None:
     assert post(alice, f"/api/v1/experiments/{experiment}/cancel").status_code == 404
     assert post(alice, "/api/v1/experiments", {"suite_id": suite_id}).status_code == 404
     assert alice.get("/api/v1/experiments").json() == []
+
+
+def test_an_experiment_is_paused_and_resumed(api_client) -> None:
+    api = api_client()
+    started = post(
+        api, "/api/v1/experiments", {"suite": shipped_suites()["parallel"], "arms": ["agent"]}
+    ).json()
+    paused = post(api, f"/api/v1/experiments/{started['experiment']}/pause")
+    assert paused.status_code == 200 and paused.json()["paused"] is True
+    again = post(api, f"/api/v1/experiments/{started['experiment']}/pause")
+    assert again.status_code == 409
+    assert again.json()["detail"] == "This experiment is paused already, so it cannot be paused."
+    resumed = post(api, f"/api/v1/experiments/{started['experiment']}/resume").json()
+    assert resumed["paused"] is False

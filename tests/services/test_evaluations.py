@@ -142,3 +142,44 @@ def test_another_persons_experiment_is_not_found(alice, make_user):
     experiment = experiment_create(alice, suite, [arm_parse("plan")])
     with pytest.raises(Http404):
         experiment_get_for_user(make_user("bob"), experiment.pk)
+
+
+def test_each_run_gets_what_is_left_of_the_experiments_budget(alice):
+    suite = suite_load(shipped_suites()["sequential"])
+    experiment = experiment_create(
+        alice, suite, [arm_parse("plan")], concurrency=1, budget_tokens=10**6
+    )
+    experiment = run_to_the_end(experiment)
+    assert experiment.status == Experiment.Status.FINISHED
+    runs = list(Run.objects.filter(owner=alice).order_by("pk"))
+    assert runs[0].budget_tokens == 10**6
+    spent = 0
+    for run in runs:
+        assert run.budget_tokens == 10**6 - spent
+        spent += run.tokens_in + run.tokens_out
+
+
+def test_a_paused_experiment_starts_nothing_and_pauses_its_runs_until_resumed(alice):
+    from planner_ui.core.errors import InvalidTransition
+    from planner_ui.services.evaluations import experiment_pause, experiment_resume
+
+    suite = suite_load(shipped_suites()["parallel"])
+    experiment = experiment_create(alice, suite, [arm_parse("agent")], concurrency=2)
+    experiment_advance(experiment.pk)  # two single-agent runs start, running at once
+    going = list(Run.objects.filter(owner=alice))
+    assert len(going) == 2
+    experiment_pause(experiment.pk, alice)
+    assert all(run.paused_at for run in Run.objects.filter(owner=alice))
+    with pytest.raises(InvalidTransition, match="This experiment is paused already"):
+        experiment_pause(experiment.pk, alice)
+    drive(going[0])  # its step was queued before the pause: it carries on to its end
+    experiment_advance(experiment.pk)
+    assert experiment.slots.filter(passed__isnull=False).count() == 1
+    assert Run.objects.filter(owner=alice).count() == 2  # the freed slot waits
+    experiment_resume(experiment.pk, alice)
+    assert Run.objects.get(pk=going[1].pk).paused_at is None
+    experiment = run_to_the_end(experiment)
+    assert experiment.status == Experiment.Status.FINISHED
+    assert experiment.slots.filter(passed__isnull=False).count() == len(suite.tasks)
+    with pytest.raises(InvalidTransition, match="This experiment is finished and not paused"):
+        experiment_resume(experiment.pk, alice)

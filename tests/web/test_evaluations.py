@@ -154,3 +154,32 @@ def test_an_experiment_can_be_cancelled_and_a_bad_form_says_why(client_alice, al
     experiment.refresh_from_db()
     assert experiment.status == Experiment.Status.CANCELLED
     assert experiment.stop_reason == "Cancelled by alice."
+
+
+def test_an_experiment_is_paused_and_resumed_from_its_page(client_alice, alice):
+    experiment = experiment_create(
+        alice, suite_load(shipped_suites()["parallel"]), [arm_parse("agent")]
+    )
+    url = reverse("experiment_detail", args=[experiment.pk])
+    assert 'id="pause-experiment"' in client_alice.get(url).content.decode()
+    client_alice.post(reverse("experiment_pause", args=[experiment.pk]))
+    page = client_alice.get(url).content.decode()
+    assert 'id="experiment-paused"' in page and 'id="resume-experiment"' in page
+    client_alice.post(reverse("experiment_pause", args=[experiment.pk]))
+    assert "This experiment is paused already" in client_alice.get(url).content.decode()
+    client_alice.post(reverse("experiment_resume", args=[experiment.pk]))
+    experiment.refresh_from_db()
+    assert experiment.paused_at is None
+
+
+def test_a_run_of_an_experiment_says_so_on_its_page(client_alice, alice):
+    experiment = experiment_create(
+        alice, suite_load(shipped_suites()["parallel"]), [arm_parse("plan")]
+    )
+    run_to_the_end(experiment)
+    slot = experiment.slots.get(task_index=1)
+    page = client_alice.get(reverse("run_detail", args=[slot.run_id])).content.decode()
+    assert (
+        f'A run of <a href="{reverse("experiment_detail", args=[experiment.pk])}">'
+        f"experiment {experiment.pk}</a>: arm plan, task 2, repetition 1." in page
+    )
