@@ -183,3 +183,51 @@ def test_a_paused_experiment_starts_nothing_and_pauses_its_runs_until_resumed(al
     assert experiment.slots.filter(passed__isnull=False).count() == len(suite.tasks)
     with pytest.raises(InvalidTransition, match="This experiment is finished and not paused"):
         experiment_resume(experiment.pk, alice)
+
+
+def test_with_priced_models_the_figures_and_the_budget_are_in_dollars(alice, settings):
+    # The offline model, priced as if it were a paid one: $1 per thousand tokens.
+    settings.AGENTSITE_PRICES = {"offline:*": {"input": 1000, "output": 1000}}
+    suite = suite_load(shipped_suites()["parallel"])
+    experiment = run_to_the_end(
+        experiment_create(alice, suite, [arm_parse("agent"), arm_parse("plan")])
+    )
+    results = experiment_results(experiment)
+    agent, plan = results.arms
+    assert agent.cost_usd > 0 and plan.cost_usd > agent.cost_usd
+    assert plan.ratios["cost_usd"] == round(
+        float(plan.cost_usd / plan.runs) / float(agent.cost_usd / agent.runs), 2
+    )
+    from planner_ui.selectors.evaluations import results_plots
+
+    plot = results_plots(results)["cost_plot"]
+    assert plot.x_label == "cost per run (USD)"
+    assert plot.points[1].x > plot.points[0].x
+
+    budget = (agent.cost_usd / agent.runs).quantize(Decimal("0.0001"))  # about one run
+    stopped = run_to_the_end(
+        experiment_create(alice, suite, [arm_parse("agent")], concurrency=1, budget_usd=budget)
+    )
+    assert stopped.status == Experiment.Status.STOPPED
+    assert stopped.stop_reason.startswith("Budget spent: $")
+    assert 1 <= stopped.slots.filter(run__isnull=False).count() < len(suite.tasks)
+
+
+def test_checks_read_exactly_what_a_scripted_model_answered(alice):
+    from planner_ui.providers.scripted import script
+
+    suite = suite_load(
+        "name: exact\ntasks:\n  - id: answer\n    task: What is six times seven?\n"
+        "    checks: [{type: number, value: 42}]\n"
+    )
+    script("right").text("Six times seven is 42.")
+    script("wrong").text("Six times seven is 48.")
+    arms = [
+        arm_parse("right=agent,executor=scripted:right"),
+        arm_parse("wrong=agent,executor=scripted:wrong"),
+    ]
+    experiment = run_to_the_end(experiment_create(alice, suite, arms))
+    right, wrong = experiment.slots.order_by("arm")
+    assert (right.arm, right.passed, right.run.result) == ("right", True, "Six times seven is 42.")
+    assert (wrong.arm, wrong.passed) == ("wrong", False)
+    assert wrong.checks == [[False, "the deliverable has no 42; it has 48"]]
