@@ -10,6 +10,7 @@ lets a run be caught half way, and drives Chromium through the README's first ex
   docs/run.png       the run executing, the synthesizer running
   docs/timeline.png  the finished run's timeline
   docs/usage.png     the finished run's models and usage
+  docs/evaluation.png  an experiment's results: the shipped parallel suite in two arms
 
 Nothing of the developer's environment reaches the app (keys, routes, database, Redis): the
 pictures are the same on every machine. Chromium is Debian's (CHROMIUM_PATH overrides).
@@ -40,7 +41,8 @@ from agentsite.embedded import free_port  # noqa: E402
 
 # The first of the README's "Try:" tasks: parallel research, a comparison, a synthesis.
 TASK = "Compare Python and Go for writing a command-line tool"
-SHOTS = ("plan", "live", "run", "timeline", "usage")
+RUN_SHOTS = ("plan", "live", "run", "timeline", "usage")
+SHOTS = (*RUN_SHOTS, "evaluation")
 # What a developer's shell may hold and a new user's does not.
 DROPPED = ("DJANGO_", "AGENTSITE_", "REDIS_URL", "DATABASE_URL", "CELERY_", "ANTHROPIC_", "OPENAI_")
 VIEWPORT = {"width": 1280, "height": 900}
@@ -151,25 +153,39 @@ def _shoot(base_url: str, username: str, password: str, out: Path, only: set[str
         page.fill("#id_username", username)
         page.fill("#id_password", password)
         page.click("button[type=submit]")
-        page.fill("#id_task", TASK)
-        page.click("#plan-it")
-        expect(page.locator("#approve-plan")).to_be_visible()
-        page.wait_for_function("() => window.planGraph && window.planGraph.cy.nodes().length > 0")
-        save("plan", page)
+        if only & set(RUN_SHOTS):  # the run's pictures, one run for all of them
+            page.fill("#id_task", TASK)
+            page.click("#plan-it")
+            expect(page.locator("#approve-plan")).to_be_visible()
+            page.wait_for_function(
+                "() => window.planGraph && window.planGraph.cy.nodes().length > 0"
+            )
+            save("plan", page)
 
-        page.click("#approve-plan")
-        writing = page.locator(".step:has(.step-live:not([hidden]))").first
-        expect(writing).to_be_visible()
-        expect(writing.locator(".step-live")).to_contain_text(re.compile(r"\w+ \w+ \w+"))
-        save("live", writing)
+            page.click("#approve-plan")
+            writing = page.locator(".step:has(.step-live:not([hidden]))").first
+            expect(writing).to_be_visible()
+            expect(writing.locator(".step-live")).to_contain_text(re.compile(r"\w+ \w+ \w+"))
+            save("live", writing)
 
-        page.wait_for_function("() => window.planGraph.status('synthesis') === 'running'")
-        save("run", page)
+            page.wait_for_function("() => window.planGraph.status('synthesis') === 'running'")
+            save("run", page)
 
-        expect(page.locator("#result")).to_be_visible()
-        page.wait_for_timeout(1_000)  # the timeline's last refresh follows the run's end
-        save("timeline", page.locator("#run-timeline"))
-        save("usage", page.locator("#run-usage"))
+            expect(page.locator("#result")).to_be_visible()
+            page.wait_for_timeout(1_000)  # the timeline's last refresh follows the run's end
+            save("timeline", page.locator("#run-timeline"))
+            save("usage", page.locator("#run-usage"))
+
+        if "evaluation" in only:
+            page.goto(base_url + "/evaluations/suites/new/?from=parallel")
+            page.click("#save-suite")
+            page.fill("#concurrency", "4")
+            page.click("#start-experiment")
+            # Eight runs, four at a time, every model call at the offline latency.
+            expect(page.locator("#experiment-results")).to_have_attribute(
+                "data-status", "finished", timeout=5 * TIMEOUT_MS
+            )
+            save("evaluation", page.locator("#experiment"))
         browser.close()
     return saved
 

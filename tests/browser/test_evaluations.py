@@ -59,7 +59,7 @@ def test_a_suite_runs_in_two_arms_and_its_results_are_read_and_followed(
     plan_calls = sum(r.model_calls for r in Run.objects.filter(experiment_slot__arm="plan"))
     agent_calls = sum(r.model_calls for r in Run.objects.filter(experiment_slot__arm="agent"))
     expect(
-        page.locator('#arms-table tr[data-arm="plan"] td[data-ratio="model_calls"]')
+        page.locator('#ratios-table tr[data-arm="plan"] td[data-ratio="model_calls"]')
     ).to_have_text(str(round(plan_calls / agent_calls, 2)))
     expect(page.locator("#cost-plot svg g.point")).to_have_count(2)
     expect(page.locator("#wall-plot svg rect.bar")).to_have_count(6)
