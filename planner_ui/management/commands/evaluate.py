@@ -158,13 +158,19 @@ class Command(BaseCommand):
         deadline = time.monotonic() + timeout
         next_advance = time.monotonic() + ADVANCE_EVERY_S
         shown = ""
+        # On a terminal the bar redraws in place; in a CI log each change is a line of its own.
+        in_place = self.stderr.isatty()
         while time.monotonic() < deadline:
             experiment.refresh_from_db()
             line = progress_line(experiment)
             if line != shown:
-                self.stderr.write(line)
+                self.stderr.write(
+                    ("\r" + line) if in_place else line, ending="" if in_place else "\n"
+                )
                 shown = line
             if experiment.is_finished:
+                if in_place:
+                    self.stderr.write("")
                 return experiment
             if time.monotonic() >= next_advance:
                 experiment = experiment_advance(experiment.pk)
@@ -200,7 +206,9 @@ def thresholds_missed(
     if max_cost is not None:
         cost = sum((figures.cost_usd for figures in results.arms), Decimal(0))
         if cost > max_cost:
-            missed.append(f"the experiment cost {dollars(cost, 4)}, above {dollars(max_cost, 4)}")
+            missed.append(
+                f"the experiment cost {dollars(cost, 4)}, above the {dollars(max_cost)} set"
+            )
     return missed
 
 
