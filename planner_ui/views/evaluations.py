@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.evaluation import (
     MAX_REPEAT,
+    MAX_SUITE_CHARS,
     EvaluationError,
     arm_parse,
     shipped_suites,
@@ -61,6 +62,7 @@ def suite_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         content = request.POST.get("content", "")
         try:
+            content = _posted_suite(request)
             suite = suite_save(request.user, content)
         except EvaluationError as exc:
             return _suite_form(request, None, content, str(exc))
@@ -78,12 +80,31 @@ def suite_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
     if request.method == "POST":
         content = request.POST.get("content", "")
         try:
+            content = _posted_suite(request)
             suite_save(request.user, content, row)
         except EvaluationError as exc:
             return _suite_form(request, row, content, str(exc))
         messages.success(request, f"Saved suite {row.name}.")
         return redirect("suite_detail", suite_id=row.pk)
     return _suite_form(request, row, row.content, "")
+
+
+def _posted_suite(request: HttpRequest) -> str:
+    """The suite's text: an uploaded file (import) wins over the text box."""
+    upload = request.FILES.get("file")
+    if upload is None:
+        return request.POST.get("content", "")
+    # Bytes, at most four per character: a file past that is refused unread.
+    if upload.size > 4 * MAX_SUITE_CHARS:
+        raise EvaluationError(
+            f"The file is larger than a suite may be ({MAX_SUITE_CHARS} characters)."
+        )
+    try:
+        return upload.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise EvaluationError(
+            "The file is not text in UTF-8: export the suite as YAML or JSON."
+        ) from None
 
 
 def _suite_form(request: HttpRequest, row, content: str, error: str) -> HttpResponse:

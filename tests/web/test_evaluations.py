@@ -183,3 +183,17 @@ def test_a_run_of_an_experiment_says_so_on_its_page(client_alice, alice):
         f'A run of <a href="{reverse("experiment_detail", args=[experiment.pk])}">'
         f"experiment {experiment.pk}</a>: arm plan, task 2, repetition 1." in page
     )
+
+
+def test_a_suite_is_imported_from_a_file(client_alice, alice):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("s.yaml", shipped_suites()["sequential"].encode())
+    response = client_alice.post(reverse("suite_new"), {"content": "", "file": upload})
+    suite = EvaluationSuite.objects.get(owner=alice)
+    assert response["Location"] == reverse("suite_detail", args=[suite.pk])
+    assert suite.content == shipped_suites()["sequential"]
+    binary = SimpleUploadedFile("s.yaml", b"\xff\xfe\x00")
+    response = client_alice.post(reverse("suite_new"), {"content": "", "file": binary})
+    assert response.status_code == 400
+    assert "The file is not text in UTF-8" in response.content.decode()
