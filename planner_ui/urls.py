@@ -81,6 +81,11 @@ urlpatterns = [
     path("evaluations/suites/new/", evaluations.suite_new, name="suite_new"),
     path("evaluations/suites/<int:suite_id>/", evaluations.suite_detail, name="suite_detail"),
     path(
+        "evaluations/suites/<int:suite_id>/delete/",
+        evaluations.suite_delete,
+        name="suite_delete",
+    ),
+    path(
         "evaluations/suites/<int:suite_id>/suite.<str:fmt>",
         evaluations.suite_export,
         name="suite_export",

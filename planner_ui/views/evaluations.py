@@ -124,6 +124,16 @@ def _suite_form(request: HttpRequest, row, content: str, error: str) -> HttpResp
 
 
 @login_required
+@require_POST
+def suite_delete(request: HttpRequest, suite_id: int) -> HttpResponse:
+    """Experiments on it keep their copy of it, and their results."""
+    row = suite_get_for_user(request.user, suite_id)
+    row.delete()
+    messages.success(request, f"Deleted suite {row.name}; its experiments keep their copy.")
+    return redirect("evaluations")
+
+
+@login_required
 @require_GET
 def suite_export(request: HttpRequest, suite_id: int, fmt: str) -> HttpResponse:
     """YAML as the person wrote it (comments kept); JSON as the schema dumps it."""

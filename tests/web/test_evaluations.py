@@ -197,3 +197,19 @@ def test_a_suite_is_imported_from_a_file(client_alice, alice):
     response = client_alice.post(reverse("suite_new"), {"content": "", "file": binary})
     assert response.status_code == 400
     assert "The file is not text in UTF-8" in response.content.decode()
+
+
+def test_a_deleted_suite_leaves_its_experiments_whole(client_alice, alice, make_user):
+    suite = suite_save(alice, shipped_suites()["parallel"])
+    experiment = experiment_create(
+        alice, suite_load(suite.content), [arm_parse("plan")], suite_row=suite
+    )
+    bob = Client()
+    bob.force_login(make_user("bob"))
+    assert bob.post(reverse("suite_delete", args=[suite.pk])).status_code == 404
+    response = client_alice.post(reverse("suite_delete", args=[suite.pk]))
+    assert response["Location"] == reverse("evaluations")
+    assert not EvaluationSuite.objects.exists()
+    page = client_alice.get(reverse("experiment_detail", args=[experiment.pk])).content.decode()
+    assert f"Experiment {experiment.pk} on parallel" in page
+    assert client_alice.get(reverse("suite_delete", args=[suite.pk])).status_code == 405
