@@ -90,7 +90,10 @@ def _axis(top_value: float, most: int = 5) -> tuple[float, float]:
 
 
 def _ticks(
-    top_value: float, step: float, to_coord: Callable[[float], float], label: Callable
+    top_value: float,
+    step: float,
+    to_coord: Callable[[float], float],
+    label: Callable[[float, float], str],
 ) -> list[Tick]:
     count = round(top_value / step)
     return [Tick(round(to_coord(i * step), 1), label(i * step, step)) for i in range(count + 1)]

@@ -54,7 +54,7 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
     fields = run_fields(owner, options)
     with transaction.atomic():
         run = Run.objects.create(owner=owner, **fields)
-        event_append(run.pk, "run.status", {"status": run.status})
+        event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
         plan_enqueue(run)
     return run
 
