@@ -125,6 +125,16 @@ class Run(models.Model):
     )
     outcome_reason = models.CharField(max_length=300, blank=True)
     last_event_seq = models.PositiveBigIntegerField(default=0)
+    # Set on a run started from a plan template: the version it was filled from and the values
+    # it was filled with (services.templates); the planner did not plan it.
+    template_version = models.ForeignKey(
+        "PlanTemplateVersion",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="runs",
+    )
+    template_values = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -798,3 +808,72 @@ class ExperimentRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.arm} × task {self.task_index} #{self.repetition} of {self.experiment_id}"
+
+
+class PlanTemplate(models.Model):
+    """A plan kept to be run again with new inputs (core.templates). Its content lives in its
+    versions: each save makes a new one, and runs name the version they were filled from.
+    Seen by its owner only, unless staff shared it with everyone (read-only for them)."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="plan_templates"
+    )
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    shared = models.BooleanField(default=False, help_text="Every user may see and run it.")
+    # The SHA-256 of its webhook's secret token (shown once, like an API token); empty: no
+    # webhook.
+    webhook_digest = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="plan_template_name_per_owner")
+        ]
+
+    def __str__(self) -> str:
+        return f"template {self.name}"
+
+    @property
+    def latest(self) -> PlanTemplateVersion | None:
+        return self.versions.order_by("-number").first()
+
+
+class PlanTemplateVersion(models.Model):
+    """One saved state of a template: the task and plan with placeholders and the parameters
+    (core.templates.TemplateSpec), and where it came from. Immutable, like a plan version."""
+
+    template = models.ForeignKey(PlanTemplate, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    task = models.TextField()
+    plan = models.JSONField()
+    parameters = models.JSONField(default=list)
+    note = models.TextField(blank=True)
+    source_run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    source_plan = models.ForeignKey(
+        PlanVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["template", "number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["template", "number"], name="plan_template_version_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.template.name} v{self.number}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None:
+            raise ValueError("template versions are immutable; create a new version instead")
+        super().save(*args, **kwargs)

@@ -1,0 +1,192 @@
+"""Plan templates: save a run's plan as one (a new version on each save), share it, and run it
+with new values. A run from a template skips the planner: its plan is the template's, filled
+in, and it waits for the person's approval like any other (the usual gates, budget and policy
+apply from there)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from planner_ui.core.errors import AgentError
+from planner_ui.core.events import EventType
+from planner_ui.core.plan import Plan
+from planner_ui.core.run_options import RunOptions
+from planner_ui.core.status import RunStatus
+from planner_ui.core.templates import (
+    TemplateParameter,
+    TemplateSpec,
+    escape_placeholders,
+    parameterize,
+    template_check,
+    template_fill,
+)
+from planner_ui.models import PlanTemplate, PlanTemplateVersion, PlanVersion, Run
+from planner_ui.selectors.tools import tools_for_user
+
+from .events import event_append
+from .plans import materialize_steps
+from .runs import run_approve_plan, run_fields
+
+MAX_NAME_CHARS = 100
+
+
+class TemplateRefused(AgentError):
+    """A change to a template was refused; the message says why and `field` what it is about."""
+
+    def __init__(self, message: str, *, field: str = "") -> None:
+        self.field = field
+        super().__init__(message)
+
+
+def template_save(
+    *,
+    user: AbstractBaseUser,
+    name: str,
+    task: str,
+    plan: Mapping[str, Any],
+    parameters: Sequence[TemplateParameter | Mapping[str, Any]] = (),
+    description: str | None = None,
+    note: str = "",
+    source_plan: PlanVersion | None = None,
+) -> PlanTemplateVersion:
+    """Save a template version: the first of a new template, or, when the person already has
+    one of this name, its next version. Raises PlanValidationError or ParameterError (from
+    core.templates) with every problem, TemplateRefused for the name."""
+    name = name.strip()
+    if not name:
+        raise TemplateRefused("Give the template a name.", field="name")
+    if len(name) > MAX_NAME_CHARS:
+        raise TemplateRefused(
+            f"A template's name is at most {MAX_NAME_CHARS} characters.", field="name"
+        )
+    spec = template_check(
+        task.strip(),
+        dict(plan),
+        [p if isinstance(p, TemplateParameter) else dict(p) for p in parameters],
+        known_tools=sorted(tools_for_user(user)),
+    )
+    try:
+        with transaction.atomic():
+            template, _ = PlanTemplate.objects.get_or_create(owner=user, name=name)
+            template = PlanTemplate.objects.select_for_update().get(pk=template.pk)
+            if description is not None:
+                template.description = description.strip()
+            template.save()
+            last = template.versions.order_by("-number").first()
+            return PlanTemplateVersion.objects.create(
+                template=template,
+                number=(last.number + 1) if last else 1,
+                task=spec.task,
+                plan=spec.plan.model_dump(),
+                parameters=[p.model_dump() for p in spec.parameters],
+                note=note.strip(),
+                source_run=source_plan.run if source_plan else None,
+                source_plan=source_plan,
+                created_by=user,
+            )
+    except IntegrityError:  # pragma: no cover - two first saves of one name at once
+        raise TemplateRefused(
+            "Another save of this template was made at the same time: save again.", field="name"
+        ) from None
+
+
+def template_save_from_run(
+    *,
+    user: AbstractBaseUser,
+    version: PlanVersion,
+    name: str,
+    task: str | None = None,
+    replace: Sequence[tuple[str, str]] = (),
+    description: str | None = None,
+    note: str = "",
+) -> PlanTemplateVersion:
+    """Save a plan version of the person's run as a template. The run's texts are taken as
+    they are (braces in them escaped: they were never placeholders), then each (text, name)
+    of `replace` turns that text into the parameter `{name}`, its default the text itself.
+    `task`, when given, replaces the run's task (the person wrote placeholders into it)."""
+    plan = Plan.model_validate(version.plan)
+    base_task, plan = escape_placeholders(version.run.task, plan)
+    template_task = base_task if task is None else task
+    defaults: dict[str, str] = {}
+    for literal, parameter in replace:
+        template_task, plan = parameterize(template_task, plan, literal, parameter)
+        defaults[parameter] = literal
+    parameters = [TemplateParameter(name=n, default=d) for n, d in defaults.items()]
+    return template_save(
+        user=user,
+        name=name,
+        task=template_task,
+        plan=plan.model_dump(),
+        parameters=parameters,
+        description=description,
+        note=note or f"from run {version.run_id}, plan v{version.number}",
+        source_plan=version,
+    )
+
+
+def template_share(template: PlanTemplate, user: AbstractBaseUser, shared: bool) -> PlanTemplate:
+    """Share a template with every user of the site, or stop sharing it: staff decide."""
+    if not user.is_staff:
+        raise TemplateRefused("Only staff share templates with everyone.", field="shared")
+    template.shared = shared
+    template.save(update_fields=["shared", "updated_at"])
+    return template
+
+
+def version_spec(version: PlanTemplateVersion) -> TemplateSpec:
+    return TemplateSpec(
+        task=version.task,
+        plan=Plan.model_validate(version.plan),
+        parameters=[TemplateParameter.model_validate(p) for p in version.parameters],
+    )
+
+
+def template_run(
+    *,
+    version: PlanTemplateVersion,
+    user: AbstractBaseUser,
+    values: Mapping[str, Any],
+    options: RunOptions | None = None,
+) -> Run:
+    """Start a run of `version` filled with `values`: no planner, the plan waits for approval
+    (or is approved at once if the options say so). `options` are the run's as on the task
+    form; their task is the template's, filled. ParameterError names each value refused,
+    PlanValidationError what the filled plan breaks, RunInputError a wrong option."""
+    filled = template_fill(version_spec(version), values, known_tools=sorted(tools_for_user(user)))
+    options = (options or RunOptions(task="")).model_copy(update={"task": filled.task})
+    fields = run_fields(user, options)
+    label = f"template {version.template.name} v{version.number}"
+    with transaction.atomic():
+        run = Run.objects.create(
+            owner=user,
+            **fields,
+            status=RunStatus.AWAITING_PLAN_APPROVAL,
+            template_version=version,
+            template_values=filled.values,
+        )
+        plan_version = PlanVersion.objects.create(
+            run=run,
+            number=1,
+            author=PlanVersion.Author.PERSON,
+            plan=filled.plan.model_dump(),
+            note=f"from {label}",
+        )
+        materialize_steps(run, filled.plan)
+        event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
+        event_append(
+            run.pk,
+            EventType.PLAN_VERSION,
+            {
+                "number": plan_version.number,
+                "author": plan_version.author,
+                "note": plan_version.note,
+                "steps": len(filled.plan.steps),
+            },
+        )
+    if run.auto_approve:
+        run = run_approve_plan(run.pk)
+    return run
