@@ -2,7 +2,16 @@ from django import forms
 from django.contrib import admin
 
 from .core.sealing import Unreadable
-from .models import ModelCall, PlanVersion, ProviderCredential, Run, RunEvent, Step
+from .models import (
+    ModelCall,
+    PlanTemplate,
+    PlanTemplateVersion,
+    PlanVersion,
+    ProviderCredential,
+    Run,
+    RunEvent,
+    Step,
+)
 
 
 class StepInline(admin.TabularInline):
@@ -127,3 +136,23 @@ class ProviderCredentialAdmin(admin.ModelAdmin):
     @admin.display(description="Stored key")
     def masked_key(self, obj: ProviderCredential) -> str:
         return obj.masked_key or "—"
+
+
+class PlanTemplateVersionInline(admin.TabularInline):
+    model = PlanTemplateVersion
+    extra = 0
+    fields = ("number", "note", "source_run", "created_by", "created_at")
+    readonly_fields = fields
+    can_delete = False
+
+
+@admin.register(PlanTemplate)
+class PlanTemplateAdmin(admin.ModelAdmin):
+    """Where staff decide which templates everyone may run."""
+
+    list_display = ("name", "owner", "shared", "updated_at")
+    list_filter = ("shared",)
+    list_editable = ("shared",)
+    fields = ("owner", "name", "description", "shared")
+    readonly_fields = ("owner",)
+    inlines = [PlanTemplateVersionInline]

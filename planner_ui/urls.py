@@ -10,6 +10,7 @@ from .views import (
     report,
     retries,
     runs,
+    templates,
     tokens,
 )
 
@@ -119,5 +120,17 @@ urlpatterns = [
         "evaluations/experiments/<int:experiment_id>/results.<str:fmt>",
         evaluations.experiment_export,
         name="experiment_export",
+    ),
+    path("runs/<int:run_id>/template/", templates.template_new_from_run, name="template_new"),
+    path("templates/", templates.template_list, name="template_list"),
+    path("templates/<int:template_id>/", templates.template_detail, name="template_detail"),
+    path("templates/<int:template_id>/run/", templates.template_run_view, name="template_run"),
+    path(
+        "templates/<int:template_id>/versions/",
+        templates.template_version_new,
+        name="template_version_new",
+    ),
+    path(
+        "templates/<int:template_id>/share/", templates.template_share_view, name="template_share"
     ),
 ]

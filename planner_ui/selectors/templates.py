@@ -1,4 +1,5 @@
-"""Reads of plan templates: a person sees their own and the shared ones (read-only)."""
+"""Reads of plan templates: a person sees their own and the shared ones (read-only); staff see
+every one, to decide which to share."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from planner_ui.models import PlanTemplate, PlanTemplateVersion, Run
 
 
 def _visible(user: AbstractBaseUser) -> Q:
+    if user.is_staff:
+        return Q()  # staff decide what is shared, so they see what there is to share
     return Q(owner_id=user.pk) | Q(shared=True)
 
 
@@ -39,7 +42,8 @@ def template_get_for_user(user: AbstractBaseUser, template_id: int) -> PlanTempl
 def template_get_by_name(user: AbstractBaseUser, name: str) -> PlanTemplate:
     """The person's template of this name, else the one shared template of it; DoesNotExist
     otherwise (none, or several people shared one of that name)."""
-    found = PlanTemplate.objects.filter(_visible(user), name=name)
+    # Not every template staff may see: a name means one's own or a shared one.
+    found = PlanTemplate.objects.filter(Q(owner_id=user.pk) | Q(shared=True), name=name)
     own = found.filter(owner_id=user.pk).first()
     if own is not None:
         return own

@@ -1,0 +1,381 @@
+"""Plan template pages: save a run's plan as a template, the list, a template with its versions,
+the form generated from its parameters and the runs started from it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from planner_ui.core.effects import PolicyMode
+from planner_ui.core.errors import PlanValidationError
+from planner_ui.core.plan import Plan
+from planner_ui.core.run_options import RunOptions
+from planner_ui.core.templates import (
+    PARAMETER_TYPES,
+    ParameterError,
+    TemplateParameter,
+    check_from_text,
+    check_text,
+    escape_placeholders,
+    template_placeholders,
+)
+from planner_ui.models import PlanTemplate, PlanTemplateVersion
+from planner_ui.selectors.runs import run_get_for_user
+from planner_ui.selectors.templates import (
+    template_get_for_user,
+    template_list_for_user,
+    template_runs_for_user,
+    template_version,
+)
+from planner_ui.services.runs import RunInputError
+from planner_ui.services.templates import (
+    MAX_NAME_CHARS,
+    TemplateRefused,
+    template_run,
+    template_save,
+    template_save_from_run,
+    template_share,
+    version_spec,
+)
+
+# Rows of "turn this text into a parameter" on the save form.
+REPLACE_ROWS = 3
+
+
+class SaveTemplateForm(forms.Form):
+    name = forms.CharField(max_length=MAX_NAME_CHARS, label="Name")
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    task = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Write {name} where a value goes; {{name}} is the literal text {name}.",
+    )
+    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for i in range(REPLACE_ROWS):
+            self.fields[f"literal_{i}"] = forms.CharField(
+                required=False, max_length=500, label="Text", strip=False
+            )
+            self.fields[f"parameter_{i}"] = forms.CharField(
+                required=False, max_length=40, label="becomes the parameter"
+            )
+
+    def replace_rows(self) -> list[tuple[forms.BoundField, forms.BoundField]]:
+        return [(self[f"literal_{i}"], self[f"parameter_{i}"]) for i in range(REPLACE_ROWS)]
+
+    def replacements(self) -> list[tuple[str, str]]:
+        rows = []
+        for i in range(REPLACE_ROWS):
+            literal = self.cleaned_data.get(f"literal_{i}") or ""
+            name = (self.cleaned_data.get(f"parameter_{i}") or "").strip()
+            if literal.strip() and name:
+                rows.append((literal, name))
+            elif literal.strip() or name:
+                self.add_error(f"parameter_{i}", "Give both the text and the parameter's name.")
+        return rows
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def template_new_from_run(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = run_get_for_user(request.user, run_id)
+    versions = {v.number: v for v in run.plan_versions.all()}
+    if not versions:
+        raise Http404("This run has no plan yet.")
+    if request.method == "GET":
+        number = max(versions)
+        task, _ = escape_placeholders(run.task, Plan.model_validate(versions[number].plan))
+        form = SaveTemplateForm(initial={"task": task, "version": number})
+        return render(request, "planner_ui/template_new.html", {"run": run, "form": form})
+    form = SaveTemplateForm(request.POST)
+    if form.is_valid():
+        replace = form.replacements()
+        version = versions.get(form.cleaned_data["version"])
+        if version is None:
+            form.add_error(None, "This run has no such plan version.")
+    if form.is_valid():
+        try:
+            saved = template_save_from_run(
+                user=request.user,
+                version=version,
+                name=form.cleaned_data["name"],
+                task=form.cleaned_data["task"],
+                replace=replace,
+                description=form.cleaned_data["description"],
+            )
+        except (ParameterError, PlanValidationError, TemplateRefused) as exc:
+            for problem in _problems(exc):
+                form.add_error(None, problem)
+        else:
+            messages.success(request, f"Saved as {saved.template.name} v{saved.number}.")
+            return redirect("template_detail", template_id=saved.template_id)
+    context = {"run": run, "form": form}
+    return render(request, "planner_ui/template_new.html", context, status=400)
+
+
+def _problems(exc: Exception) -> list[str]:
+    if isinstance(exc, ParameterError):
+        return [f"{{{name}}}: {why}" if name else why for name, why in exc.problems.items()]
+    if isinstance(exc, PlanValidationError):
+        return list(exc.errors)
+    return [str(exc)]
+
+
+@login_required
+@require_GET
+def template_list(request: HttpRequest) -> HttpResponse:
+    templates = template_list_for_user(request.user)
+    return render(request, "planner_ui/template_list.html", {"templates": templates})
+
+
+class RunTemplateForm(forms.Form):
+    """The form a template's parameters make: one field per parameter, typed for the browser;
+    the values are checked by core.templates, whose errors land at their fields."""
+
+    auto_approve = forms.BooleanField(
+        required=False, label="Run the plan without reviewing it first"
+    )
+    tool_policy = forms.ChoiceField(
+        choices=[
+            (PolicyMode.ASK, "Ask me before every irreversible call"),
+            (PolicyMode.DRY_RUN, "Dry run: record irreversible calls, perform none"),
+        ],
+        initial=PolicyMode.ASK,
+        required=False,
+        widget=forms.RadioSelect,
+        label="Irreversible actions",
+    )
+
+    def __init__(self, *args: Any, parameters: list[TemplateParameter], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.parameters = parameters
+        for param in parameters:
+            self.fields[_field(param.name)] = _parameter_field(param)
+        self.order_fields([_field(p.name) for p in parameters])
+
+    def values(self) -> dict[str, str]:
+        return {p.name: self.cleaned_data.get(_field(p.name)) or "" for p in self.parameters}
+
+    def parameter_fields(self) -> list[forms.BoundField]:
+        return [self[_field(p.name)] for p in self.parameters]
+
+
+def _field(name: str) -> str:
+    return f"param_{name}"
+
+
+_INPUT_TYPES = {"number": "number", "integer": "number", "email": "email", "url": "url"}
+
+
+def _parameter_field(param: TemplateParameter) -> forms.Field:
+    help_text = "" if param.required else f"Empty: {param.default}"
+    if param.type == "choice":
+        choices = [("", "—")] if not param.required else []
+        return forms.ChoiceField(
+            choices=choices + [(c, c) for c in param.choices],
+            required=False,
+            label=param.shown_label,
+            initial=param.default,
+        )
+    attrs: dict[str, Any] = {"placeholder": param.default or ""}
+    if param.type in _INPUT_TYPES:
+        attrs["type"] = _INPUT_TYPES[param.type]
+    if param.type == "date":
+        attrs["type"] = "date"
+    if param.type in ("number", "integer"):
+        attrs["step"] = "1" if param.type == "integer" else "any"
+    return forms.CharField(
+        required=False,
+        label=param.shown_label,
+        help_text=help_text,
+        widget=forms.TextInput(attrs=attrs),
+    )
+
+
+class VersionForm(forms.Form):
+    """A new version: the task and, per parameter, its type, label, default and check."""
+
+    task = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
+    note = forms.CharField(required=False, max_length=300)
+
+    def __init__(self, *args: Any, parameters: list[TemplateParameter], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.names = [p.name for p in parameters]
+        for p in parameters:
+            self.fields[f"type_{p.name}"] = forms.ChoiceField(
+                choices=[(t, t) for t in PARAMETER_TYPES], initial=p.type, label="Type"
+            )
+            self.fields[f"label_{p.name}"] = forms.CharField(
+                required=False, max_length=120, initial=p.label, label="Label"
+            )
+            self.fields[f"default_{p.name}"] = forms.CharField(
+                required=False, max_length=2000, initial=p.default or "", label="Default"
+            )
+            self.fields[f"check_{p.name}"] = forms.CharField(
+                required=False,
+                max_length=500,
+                initial=check_text(p),
+                label="Check",
+                help_text="text: a pattern; number: min..max; choice: a, b, c",
+            )
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": name,
+                "fields": [
+                    self[f"{part}_{name}"] for part in ("type", "label", "default", "check")
+                ],
+            }
+            for name in self.names
+        ]
+
+    def parameters(self) -> list[dict[str, Any]]:
+        """The parameters as the form defines them; a wrong check is an error at its field."""
+        found = []
+        for name in self.names:
+            kind = self.cleaned_data[f"type_{name}"]
+            try:
+                check = check_from_text(kind, self.cleaned_data[f"check_{name}"])
+            except ValueError as exc:
+                self.add_error(f"check_{name}", str(exc))
+                continue
+            default = self.cleaned_data[f"default_{name}"].strip()
+            found.append(
+                {
+                    "name": name,
+                    "type": kind,
+                    "label": self.cleaned_data[f"label_{name}"].strip(),
+                    "default": default or None,
+                    **check,
+                }
+            )
+        return found
+
+
+def _detail_context(
+    request: HttpRequest,
+    template: PlanTemplate,
+    version: PlanTemplateVersion,
+    run_form: RunTemplateForm | None = None,
+    version_form: VersionForm | None = None,
+) -> dict[str, Any]:
+    spec = version_spec(version)
+    versions = list(template.versions.all())
+    mine = template.owner_id == request.user.pk
+    if mine and version_form is None:
+        # A new version starts from the latest, whichever version the page shows.
+        latest = version_spec(versions[-1])
+        version_form = VersionForm(parameters=latest.parameters, initial={"task": latest.task})
+    return {
+        "template": template,
+        "version": version,
+        "latest": versions[-1],
+        "versions": versions,
+        "spec": spec,
+        "parameters": spec.parameters,
+        "run_form": run_form or RunTemplateForm(parameters=spec.parameters),
+        "version_form": version_form if mine else None,
+        "mine": mine,
+        "runs": template_runs_for_user(template, request.user)[:50],
+    }
+
+
+def _version_of(template: PlanTemplate, raw: str | None) -> PlanTemplateVersion:
+    try:
+        return template_version(template, int(raw) if raw else None)
+    except (ValueError, PlanTemplateVersion.DoesNotExist):
+        raise Http404("This template has no such version.") from None
+
+
+@login_required
+@require_GET
+def template_detail(request: HttpRequest, template_id: int) -> HttpResponse:
+    template = template_get_for_user(request.user, template_id)
+    version = _version_of(template, request.GET.get("v"))
+    return render(
+        request, "planner_ui/template_detail.html", _detail_context(request, template, version)
+    )
+
+
+@login_required
+@require_POST
+def template_run_view(request: HttpRequest, template_id: int) -> HttpResponse:
+    template = template_get_for_user(request.user, template_id)
+    version = _version_of(template, request.POST.get("version"))
+    form = RunTemplateForm(request.POST, parameters=version_spec(version).parameters)
+    if form.is_valid():
+        options = RunOptions(
+            task="",
+            auto_approve=form.cleaned_data["auto_approve"],
+            tool_policy=form.cleaned_data["tool_policy"] or PolicyMode.ASK,
+        )
+        try:
+            run = template_run(
+                version=version, user=request.user, values=form.values(), options=options
+            )
+        except ParameterError as exc:
+            for name, why in exc.problems.items():
+                field = _field(name)
+                form.add_error(field if field in form.fields else None, f"{name}: {why}")
+        except (PlanValidationError, RunInputError) as exc:
+            for problem in _problems(exc):
+                form.add_error(None, problem)
+        else:
+            return redirect("run_detail", run_id=run.pk)
+    context = _detail_context(request, template, version, run_form=form)
+    return render(request, "planner_ui/template_detail.html", context, status=400)
+
+
+@login_required
+@require_POST
+def template_version_new(request: HttpRequest, template_id: int) -> HttpResponse:
+    template = template_get_for_user(request.user, template_id)
+    if template.owner_id != request.user.pk:
+        raise Http404("No such template of yours.")
+    latest = _version_of(template, None)
+    form = VersionForm(request.POST, parameters=version_spec(latest).parameters)
+    if form.is_valid():
+        # A parameter whose placeholder the person took out of the task goes with it.
+        used = template_placeholders(form.cleaned_data["task"], Plan.model_validate(latest.plan))
+        parameters = [p for p in form.parameters() if p["name"] in used]
+    if form.is_valid():
+        try:
+            saved = template_save(
+                user=request.user,
+                name=template.name,
+                task=form.cleaned_data["task"],
+                plan=latest.plan,
+                parameters=parameters,
+                note=form.cleaned_data["note"] or "parameters changed",
+                source_plan=latest.source_plan,
+            )
+        except (ParameterError, PlanValidationError, TemplateRefused) as exc:
+            for problem in _problems(exc):
+                form.add_error(None, problem)
+        else:
+            messages.success(request, f"Saved {template.name} v{saved.number}.")
+            return redirect("template_detail", template_id=template.pk)
+    context = _detail_context(request, template, latest, version_form=form)
+    return render(request, "planner_ui/template_detail.html", context, status=400)
+
+
+@login_required
+@require_POST
+def template_share_view(request: HttpRequest, template_id: int) -> HttpResponse:
+    template = template_get_for_user(request.user, template_id)
+    try:
+        template_share(template, request.user, request.POST.get("shared") == "1")
+    except TemplateRefused as exc:
+        messages.error(request, str(exc))
+    else:
+        state = "shared with everyone" if template.shared else "no longer shared"
+        messages.success(request, f"{template.name} is {state}.")
+    return redirect("template_detail", template_id=template.pk)

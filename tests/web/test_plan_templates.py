@@ -1,0 +1,182 @@
+"""Plan template pages: save a run's plan with a parameter, the generated form, runs listed
+with their values and the link back; escaped output, CSRF, and 404 for others' templates."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from planner_ui.core.status import RunStatus
+from planner_ui.models import PlanTemplate, Run
+from planner_ui.services.runs import run_approve_plan, run_plan
+from planner_ui.services.templates import template_save
+from tests.services.test_runs import drive
+
+pytestmark = pytest.mark.django_db
+
+TASK = "Research the weather in Paris, then write a short summary"
+
+
+@pytest.fixture
+def done(alice) -> Run:
+    run = Run.objects.create(owner=alice, task=TASK)
+    run_plan(run.pk)
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    return run
+
+
+def save(client: Client, run: Run, **fields: str):
+    data = {"name": "Weather", "task": run.task, "version": "1", **fields}
+    return client.post(reverse("template_new", args=[run.pk]), data)
+
+
+def test_save_from_the_run_page_then_run_for_a_city(client_alice, done) -> None:
+    page = client_alice.get(reverse("run_detail", args=[done.pk])).content.decode()
+    assert reverse("template_new", args=[done.pk]) in page
+    form = client_alice.get(reverse("template_new", args=[done.pk])).content.decode()
+    assert TASK in form
+    response = save(client_alice, done, literal_0="Paris", parameter_0="city")
+    template = PlanTemplate.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse("template_detail", args=[template.pk])
+    page = client_alice.get(response["Location"]).content.decode()
+    assert 'name="param_city"' in page and 'placeholder="Paris"' in page
+    assert "Research the weather in {city}" in page
+    response = client_alice.post(
+        reverse("template_run", args=[template.pk]), {"version": "1", "param_city": "Lyon"}
+    )
+    run = Run.objects.get(template_version__template=template)
+    assert response["Location"] == reverse("run_detail", args=[run.pk])
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert 'id="from-template"' in page and "Weather v1</a>" in page
+    assert "<code>city</code> = Lyon" in page
+    listing = client_alice.get(reverse("template_detail", args=[template.pk])).content.decode()
+    assert f'href="{reverse("run_detail", args=[run.pk])}"' in listing
+    assert "<code>city</code> = Lyon" in listing
+    templates = client_alice.get(reverse("template_list")).content.decode()
+    assert "Weather</a>" in templates
+
+
+def test_refused_values_are_shown_at_their_field(client_alice, done) -> None:
+    save(client_alice, done, literal_0="Paris", parameter_0="city")
+    template = PlanTemplate.objects.get()
+    response = client_alice.post(
+        reverse("template_run", args=[template.pk]), {"version": "1", "param_city": "a" * 501}
+    )
+    assert response.status_code == 400
+    assert "city: it is 501 characters; at most 500" in response.content.decode()
+    assert not Run.objects.filter(template_version__template=template).exists()
+
+
+def test_save_errors_are_shown_and_nothing_is_saved(client_alice, done) -> None:
+    response = save(client_alice, done, literal_0="Berlin", parameter_0="city")
+    assert response.status_code == 400
+    assert "{city}: &#x27;Berlin&#x27; is not in the task" in response.content.decode()
+    response = save(client_alice, done, literal_0="Paris")
+    assert "Give both the text and the parameter&#x27;s name." in response.content.decode()
+    assert not PlanTemplate.objects.exists()
+
+
+def test_a_new_version_sets_type_default_and_check(client_alice, done) -> None:
+    save(client_alice, done, literal_0="Paris", parameter_0="city")
+    template = PlanTemplate.objects.get()
+    url = reverse("template_version_new", args=[template.pk])
+    data = {
+        "task": "Research the weather in {city} for {days} days",
+        "type_city": "choice",
+        "label_city": "City",
+        "default_city": "Paris",
+        "check_city": "Paris, Lyon",
+        "note": "choice of cities",
+    }
+    assert client_alice.post(url, data).status_code == 302
+    latest = template.versions.get(number=2)
+    assert latest.parameters[0]["choices"] == ["Paris", "Lyon"]
+    assert [p["name"] for p in latest.parameters] == ["city", "days"]
+    page = client_alice.get(reverse("template_detail", args=[template.pk])).content.decode()
+    assert '<option value="Lyon">Lyon</option>' in page
+    data.update(type_days="integer", check_days="5")
+    response = client_alice.post(url, data)
+    assert response.status_code == 400
+    assert "write a range as min..max" in response.content.decode()
+
+
+def test_output_is_escaped(client_alice, alice) -> None:
+    plan = {
+        "goal": "<b>goal</b>",
+        "steps": [
+            {
+                "id": "a",
+                "title": "<script>x</script> {who}",
+                "instruction": "Greet {who}.",
+                "role": "writer",
+            }
+        ],
+    }
+    saved = template_save(
+        user=alice,
+        name="<i>name</i>",
+        task="Say hi to {who}",
+        plan=plan,
+        parameters=[{"name": "who", "label": "<u>Who</u>"}],
+    )
+    page = client_alice.get(reverse("template_detail", args=[saved.template_id])).content.decode()
+    assert "<script>x</script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+    assert "<i>name</i>" not in page and "<u>Who</u>" not in page
+
+
+def test_others_templates_are_404_and_posts_need_csrf(client_alice, alice, make_user) -> None:
+    saved = template_save(
+        user=alice,
+        name="Mine",
+        task="Hi {who}",
+        plan={"steps": [{"id": "a", "title": "A", "instruction": "Hi {who}", "role": "writer"}]},
+    )
+    bob = Client()
+    bob.force_login(make_user("bob"))
+    template_id = saved.template_id
+    assert bob.get(reverse("template_detail", args=[template_id])).status_code == 404
+    run_url = reverse("template_run", args=[template_id])
+    assert bob.post(run_url, {"param_who": "x"}).status_code == 404
+    version_url = reverse("template_version_new", args=[template_id])
+    assert bob.post(version_url, {"task": "x"}).status_code == 404
+    assert "Mine" not in bob.get(reverse("template_list")).content.decode()
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(alice)
+    assert strict.post(run_url, {"param_who": "x"}).status_code == 403
+    assert not Run.objects.exists()
+
+
+def test_only_staff_share_and_then_others_may_run_but_not_change(
+    client_alice, alice, make_user
+) -> None:
+    saved = template_save(
+        user=alice,
+        name="Mine",
+        task="Hi {who}",
+        plan={"steps": [{"id": "a", "title": "A", "instruction": "Hi {who}", "role": "writer"}]},
+    )
+    share_url = reverse("template_share", args=[saved.template_id])
+    client_alice.post(share_url, {"shared": "1"})
+    assert not PlanTemplate.objects.get().shared
+    staff_user = make_user("staff")
+    staff_user.is_staff = True
+    staff_user.save()
+    staff = Client()
+    staff.force_login(staff_user)
+    staff.post(share_url, {"shared": "1"})
+    assert PlanTemplate.objects.get().shared
+    bob = Client()
+    bob.force_login(make_user("bob"))
+    page = bob.get(reverse("template_detail", args=[saved.template_id])).content.decode()
+    assert "Shared by alice" in page and 'id="version-form"' not in page
+    response = bob.post(
+        reverse("template_run", args=[saved.template_id]), {"version": "1", "param_who": "Bo"}
+    )
+    assert response.status_code == 302 and Run.objects.get().task == "Hi Bo"
+    version_url = reverse("template_version_new", args=[saved.template_id])
+    assert bob.post(version_url, {"task": "x"}).status_code == 404
