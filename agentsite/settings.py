@@ -414,6 +414,10 @@ AGENTSITE_MAX_TASK_CHARS = 10_000
 AGENTSITE_MCP_TIMEOUT_S = float(os.environ.get("AGENTSITE_MCP_TIMEOUT_S") or 30)
 # Requests per personal API token and minute, counted in Redis across every web server.
 AGENTSITE_API_RATE_PER_MINUTE = int(os.environ.get("AGENTSITE_API_RATE_PER_MINUTE") or 120)
+# POSTs to one template's webhook per minute, whoever sends them (a leaked token cannot flood).
+AGENTSITE_WEBHOOK_RATE_PER_MINUTE = int(
+    os.environ.get("AGENTSITE_WEBHOOK_RATE_PER_MINUTE") or 60
+)
 # A worker refreshes the heartbeat of what it runs every AGENTSITE_HEARTBEAT_S (a quarter of the
 # lease by default). A running step whose heartbeat is older than the lease has lost its worker:
 # the sweep, every AGENTSITE_SWEEP_S, hands it to another, so a dead worker's step is taken over

@@ -19,11 +19,13 @@ from ninja.parser import Parser
 from planner_ui.core.bounds import JsonRefused, loads_bounded
 from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
 from planner_ui.core.evaluation import EvaluationError
+from planner_ui.core.templates import ParameterError
 from planner_ui.models import Run
 from planner_ui.services.approvals import ApprovalRefused, ArgumentsRefused
 from planner_ui.services.runs import RunInputError
+from planner_ui.services.templates import TemplateRefused
 
-from . import approvals, evaluations, plans, runs
+from . import approvals, evaluations, plans, runs, templates
 from .auth import TokenAuth, TokenRateThrottle
 
 
@@ -69,6 +71,7 @@ api.add_router("", runs.router)
 api.add_router("", plans.router)
 api.add_router("", approvals.router)
 api.add_router("", evaluations.router)
+api.add_router("", templates.router)
 
 
 def _error(request: HttpRequest, status: int, detail: object, **extra: object) -> HttpResponse:
@@ -131,3 +134,21 @@ def _bad_evaluation(request: HttpRequest, exc: EvaluationError) -> HttpResponse:
 @api.exception_handler(Run.DoesNotExist)
 def _missing(request: HttpRequest, exc: Exception) -> HttpResponse:
     return _error(request, 404, "Not Found")
+
+
+@api.exception_handler(ParameterError)
+def _bad_values(request: HttpRequest, exc: ParameterError) -> HttpResponse:
+    # One entry per refused value, at its parameter: the body's key for a webhook, "values"
+    # for a run, the parameter's name in a template being saved.
+    where = [] if "/hooks/" in request.path else ["values"]
+    problems = [
+        {"loc": ["body", *where, name] if name else ["body"], "msg": why, "type": "value_error"}
+        for name, why in exc.problems.items()
+    ]
+    return _error(request, 422, problems)
+
+
+@api.exception_handler(TemplateRefused)
+def _template_refused(request: HttpRequest, exc: TemplateRefused) -> HttpResponse:
+    loc = ["body", "payload", exc.field] if exc.field else ["body", "payload"]
+    return _error(request, 422, [{"loc": loc, "msg": str(exc), "type": "value_error"}])

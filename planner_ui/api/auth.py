@@ -44,19 +44,28 @@ class TokenRateThrottle(BaseThrottle):
         token: Any = getattr(request, "auth", None)
         if not isinstance(token, ApiToken):
             return True
-        now = time.time()
-        window = int(now // WINDOW_S)
-        self._local.wait = WINDOW_S - now % WINDOW_S
-        key = redis_key("api-rate", token.digest[:24], window)
-        try:
-            pipe = redis_client().pipeline()
-            pipe.incr(key)
-            pipe.expire(key, WINDOW_S * 2)
-            count, _ = pipe.execute()
-        except Exception:  # redis-py raises several kinds; all mean the count is unknown
-            log.warning("API rate limit not counted: Redis did not answer", exc_info=True)
-            return True
-        return int(count) <= settings.AGENTSITE_API_RATE_PER_MINUTE
+        allowed, self._local.wait = within_rate(
+            "api-rate", token.digest[:24], settings.AGENTSITE_API_RATE_PER_MINUTE
+        )
+        return allowed
 
     def wait(self) -> float | None:
         return getattr(self._local, "wait", None)
+
+
+def within_rate(kind: str, who: str, per_minute: int) -> tuple[bool, float]:
+    """Count one request of `who` in this minute's window; whether it is within `per_minute`,
+    and the seconds until the window ends."""
+    now = time.time()
+    window = int(now // WINDOW_S)
+    wait = WINDOW_S - now % WINDOW_S
+    key = redis_key(kind, who, window)
+    try:
+        pipe = redis_client().pipeline()
+        pipe.incr(key)
+        pipe.expire(key, WINDOW_S * 2)
+        count, _ = pipe.execute()
+    except Exception:  # redis-py raises several kinds; all mean the count is unknown
+        log.warning("%s not counted: Redis did not answer", kind, exc_info=True)
+        return True, wait
+    return int(count) <= per_minute, wait

@@ -52,8 +52,8 @@ class TemplateParameter(BaseModel):
     label: str = Field("", max_length=120, description="What the form asks; the name if empty.")
     default: str | None = Field(None, max_length=MAX_VALUE_CHARS)
     pattern: str = Field("", max_length=200, description="Text: a regular expression to match.")
-    minimum: float | None = None
-    maximum: float | None = None
+    minimum: float | None = Field(None, allow_inf_nan=False)
+    maximum: float | None = Field(None, allow_inf_nan=False)
     max_length: int = Field(DEFAULT_MAX_LENGTH, ge=1, le=MAX_VALUE_CHARS)
     choices: list[str] = Field(default_factory=list, max_length=50)
 

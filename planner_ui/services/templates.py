@@ -5,6 +5,9 @@ apply from there)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -190,3 +193,55 @@ def template_run(
     if run.auto_approve:
         run = run_approve_plan(run.pk)
     return run
+
+
+# --- the webhook trigger ---------------------------------------------------------------------
+
+WEBHOOK_PREFIX = "whk_"
+
+
+def _digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def template_webhook_set(template: PlanTemplate, user: AbstractBaseUser) -> str:
+    """Give the template a new webhook secret (the old one stops working) and return it: it is
+    kept as a digest only, so this is the one time anybody sees it."""
+    if template.owner_id != user.pk:
+        raise TemplateRefused("Only the template's owner sets its webhook.", field="webhook")
+    raw = WEBHOOK_PREFIX + secrets.token_urlsafe(32)
+    template.webhook_digest = _digest(raw)
+    template.save(update_fields=["webhook_digest", "updated_at"])
+    return raw
+
+
+def template_webhook_clear(template: PlanTemplate, user: AbstractBaseUser) -> None:
+    if template.owner_id != user.pk:
+        raise TemplateRefused("Only the template's owner sets its webhook.", field="webhook")
+    template.webhook_digest = ""
+    template.save(update_fields=["webhook_digest", "updated_at"])
+
+
+def template_for_webhook(template_id: int, raw: str) -> PlanTemplate | None:
+    """The template whose webhook this secret opens, if its owner is active; None for any
+    other case (no such template, no webhook, a wrong secret), so a caller learns nothing."""
+    if not raw.startswith(WEBHOOK_PREFIX) or len(raw) > 200:
+        return None
+    template = (
+        PlanTemplate.objects.select_related("owner")
+        .filter(pk=template_id, owner__is_active=True)
+        .exclude(webhook_digest="")
+        .first()
+    )
+    if template is None or not hmac.compare_digest(template.webhook_digest, _digest(raw)):
+        return None
+    return template
+
+
+def template_trigger(template: PlanTemplate, values: Mapping[str, Any]) -> Run:
+    """A run of the template's latest version for its owner, started by a trigger. A trigger
+    approves nothing: the plan waits for the owner, and irreversible calls ask."""
+    version = template.versions.order_by("-number").first()
+    if version is None:  # pragma: no cover - a template is made with its first version
+        raise TemplateRefused("This template has no version to run.")
+    return template_run(version=version, user=template.owner, values=values)

@@ -27,6 +27,7 @@ from schemathesis.specs.openapi.checks import (
 
 from planner_ui.models import Approval
 from planner_ui.services.runs import run_approve_plan
+from planner_ui.services.templates import template_save
 from planner_ui.services.tokens import token_create
 from tests.services.test_runs import drive, planned
 
@@ -65,7 +66,8 @@ class Mallory:
 
 @pytest.fixture
 def mallory(make_user: Any, settings: Any) -> Mallory:
-    """A normal user's token, a run waiting for plan approval and one waiting at a gate."""
+    """A normal user's token, a run waiting for plan approval, one waiting at a gate and a
+    plan template."""
     settings.AGENTSITE_API_RATE_PER_MINUTE = 1_000_000
     user = make_user("mallory")
     waiting = planned(user, "Research the history of tea, then write a short summary")
@@ -77,7 +79,21 @@ def mallory(make_user: Any, settings: Any) -> Mallory:
     )
     assert approvals
     _, raw = token_create(user=user, name="schemathesis")
-    return Mallory(raw, {"run_id": [waiting.pk, gated.pk], "approval_id": approvals, "number": [1]})
+    template = template_save(
+        user=user,
+        name="Tea",
+        task="Research the history of {drink}",
+        plan={
+            "steps": [{"id": "a", "title": "A", "instruction": "About {drink}", "role": "writer"}]
+        },
+    ).template
+    ids = {
+        "run_id": [waiting.pk, gated.pk],
+        "approval_id": approvals,
+        "number": [1],
+        "template_id": [template.pk],
+    }
+    return Mallory(raw, ids)
 
 
 @schema.parametrize()
