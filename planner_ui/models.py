@@ -135,6 +135,15 @@ class Run(models.Model):
         related_name="runs",
     )
     template_values = models.JSONField(default=dict, blank=True)
+
+    class Trigger(models.TextChoices):
+        FORM = "form", "the template's page"
+        API = "api", "the API"
+        WEBHOOK = "webhook", "the webhook"
+        COMMAND = "command", "manage.py runtemplate"
+
+    # What started it from its template: each trigger's runs are told apart under it.
+    template_trigger = models.CharField(max_length=8, choices=Trigger.choices, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -133,4 +133,9 @@ urlpatterns = [
     path(
         "templates/<int:template_id>/share/", templates.template_share_view, name="template_share"
     ),
+    path(
+        "templates/<int:template_id>/webhook/",
+        templates.template_webhook_view,
+        name="template_webhook",
+    ),
 ]

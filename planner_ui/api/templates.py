@@ -29,9 +29,9 @@ from planner_ui.services.templates import (
     MAX_NAME_CHARS,
     template_for_webhook,
     template_run,
+    template_run_by_webhook,
     template_save,
     template_save_from_run,
-    template_trigger,
     template_webhook_clear,
     template_webhook_set,
 )
@@ -107,6 +107,7 @@ class TemplateRunOut(Schema):
     run_id: int
     version: int
     values: dict[str, str]
+    trigger: str = Field(description='What started it: "form", "api", "webhook" or "command".')
     status: str
     outcome: str | None
     created_at: str
@@ -156,6 +157,7 @@ def _run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
         "run_id": run.pk,
         "version": run.template_version.number,
         "values": run.template_values,
+        "trigger": run.template_trigger,
         "status": run.status,
         "outcome": run.outcome or None,
         "created_at": run.created_at.isoformat(),
@@ -238,7 +240,11 @@ def run(request: HttpRequest, template_id: int, payload: TemplateRunIn) -> Statu
         budget_usd=payload.budget_usd,
     )
     started = template_run(
-        version=version, user=request.user, values=payload.values, options=options
+        version=version,
+        user=request.user,
+        values=payload.values,
+        options=options,
+        trigger=Run.Trigger.API,
     )
     return Status(201, run_json(started))
 
@@ -310,6 +316,6 @@ def webhook(request: HttpRequest, template_id: int) -> Status:
         raise HttpError(422, f"The body is not JSON: {exc}") from None
     if not isinstance(values, dict):
         raise HttpError(422, "The body must be a JSON object of parameter values.")
-    started = template_trigger(template, values)
+    started = template_run_by_webhook(template, values)
     url = request.build_absolute_uri(reverse("run_detail", args=[started.pk]))
     return Status(201, {"run_id": started.pk, "url": url, "status": started.status})

@@ -154,6 +154,7 @@ def template_run(
     user: AbstractBaseUser,
     values: Mapping[str, Any],
     options: RunOptions | None = None,
+    trigger: str = Run.Trigger.FORM,
 ) -> Run:
     """Start a run of `version` filled with `values`: no planner, the plan waits for approval
     (or is approved at once if the options say so). `options` are the run's as on the task
@@ -170,6 +171,7 @@ def template_run(
             status=RunStatus.AWAITING_PLAN_APPROVAL,
             template_version=version,
             template_values=filled.values,
+            template_trigger=trigger,
         )
         plan_version = PlanVersion.objects.create(
             run=run,
@@ -238,10 +240,12 @@ def template_for_webhook(template_id: int, raw: str) -> PlanTemplate | None:
     return template
 
 
-def template_trigger(template: PlanTemplate, values: Mapping[str, Any]) -> Run:
+def template_run_by_webhook(template: PlanTemplate, values: Mapping[str, Any]) -> Run:
     """A run of the template's latest version for its owner, started by a trigger. A trigger
     approves nothing: the plan waits for the owner, and irreversible calls ask."""
     version = template.versions.order_by("-number").first()
     if version is None:  # pragma: no cover - a template is made with its first version
         raise TemplateRefused("This template has no version to run.")
-    return template_run(version=version, user=template.owner, values=values)
+    return template_run(
+        version=version, user=template.owner, values=values, trigger=Run.Trigger.WEBHOOK
+    )

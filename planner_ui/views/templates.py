@@ -10,6 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from planner_ui.core.effects import PolicyMode
@@ -41,11 +42,15 @@ from planner_ui.services.templates import (
     template_save,
     template_save_from_run,
     template_share,
+    template_webhook_clear,
+    template_webhook_set,
     version_spec,
 )
 
 # Rows of "turn this text into a parameter" on the save form.
 REPLACE_ROWS = 3
+# Where a webhook secret just made waits for the page that shows it once.
+NEW_WEBHOOK_KEY = "template_webhook_made"
 
 
 class SaveTemplateForm(forms.Form):
@@ -285,6 +290,9 @@ def _detail_context(
         "version_form": version_form if mine else None,
         "mine": mine,
         "runs": template_runs_for_user(template, request.user)[:50],
+        "webhook_url": request.build_absolute_uri(
+            reverse("api-v1:template_webhook", args=[template.pk])
+        ),
     }
 
 
@@ -300,9 +308,14 @@ def _version_of(template: PlanTemplate, raw: str | None) -> PlanTemplateVersion:
 def template_detail(request: HttpRequest, template_id: int) -> HttpResponse:
     template = template_get_for_user(request.user, template_id)
     version = _version_of(template, request.GET.get("v"))
-    return render(
-        request, "planner_ui/template_detail.html", _detail_context(request, template, version)
-    )
+    context = _detail_context(request, template, version)
+    made = request.session.pop(NEW_WEBHOOK_KEY, None)
+    if made and made.get("template") == template.pk:
+        context["webhook_token"] = made["token"]
+    response = render(request, "planner_ui/template_detail.html", context)
+    # A webhook secret may be in this response: it must not be cached on the way.
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @login_required
@@ -378,4 +391,21 @@ def template_share_view(request: HttpRequest, template_id: int) -> HttpResponse:
     else:
         state = "shared with everyone" if template.shared else "no longer shared"
         messages.success(request, f"{template.name} is {state}.")
+    return redirect("template_detail", template_id=template.pk)
+
+
+@login_required
+@require_POST
+def template_webhook_view(request: HttpRequest, template_id: int) -> HttpResponse:
+    """Make (or replace) the webhook's secret and show it once on the next GET, or turn the
+    webhook off."""
+    template = template_get_for_user(request.user, template_id)
+    if template.owner_id != request.user.pk:
+        raise Http404("No such template of yours.")
+    if request.POST.get("action") == "off":
+        template_webhook_clear(template, request.user)
+        messages.success(request, "The webhook is off: its token no longer starts runs.")
+    else:
+        token = template_webhook_set(template, request.user)
+        request.session[NEW_WEBHOOK_KEY] = {"template": template.pk, "token": token}
     return redirect("template_detail", template_id=template.pk)

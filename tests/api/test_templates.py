@@ -79,8 +79,8 @@ def test_run_with_values_and_list_the_runs(alice_api, weather) -> None:
     assert run["status"] == RunStatus.AWAITING_PLAN_APPROVAL
     assert run["task"] == "Weather in Lyon for 5 days" and run["planner_model"] == ""
     listed = alice_api.get(url).json()
-    assert [(r["run_id"], r["values"], r["version"]) for r in listed] == [
-        (run["run_id"], {"city": "Lyon", "days": "5"}, 1)
+    assert [(r["run_id"], r["values"], r["version"], r["trigger"]) for r in listed] == [
+        (run["run_id"], {"city": "Lyon", "days": "5"}, 1, "api")
     ]
     assert listed[0]["url"] == f"http://testserver/runs/{run['run_id']}/"
     bad = post(alice_api, url, {"values": {"days": 30, "city": ["x"]}})
@@ -135,6 +135,7 @@ def test_the_webhook_opens_with_its_secret_only(alice_api, weather) -> None:
     # A trigger approves nothing: the plan waits for its owner.
     assert run.status == RunStatus.AWAITING_PLAN_APPROVAL and run.owner == alice_api.user
     assert run.template_values == {"city": "Oslo", "days": "3"}
+    assert run.template_trigger == Run.Trigger.WEBHOOK
     refused = "This webhook does not open with that token."
     for template, secret in [
         (template_id, token[:-1] + "x"),

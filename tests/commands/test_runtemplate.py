@@ -59,6 +59,7 @@ def test_no_wait_submits_and_prints_the_run(weather) -> None:
     }
     assert run.task == "Weather in Lyon for 3 days"
     assert run.template_version == weather and run.template_values == {"city": "Lyon", "days": "3"}
+    assert run.template_trigger == Run.Trigger.COMMAND
     assert run.steps.get(step_id="a").title == "Weather in Lyon"
 
 

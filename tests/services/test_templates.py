@@ -78,6 +78,7 @@ def test_running_a_template_skips_the_planner_and_waits_for_approval(saved, alic
     assert run.status == RunStatus.AWAITING_PLAN_APPROVAL
     assert run.task == "Research the weather in Lyon, then write a short summary"
     assert run.template_version == saved and run.template_values == {"city": "Lyon"}
+    assert run.template_trigger == Run.Trigger.FORM
     version = run.plan_versions.get()
     assert version.note == "from template Weather v1"
     assert "Paris" not in str(version.plan)

@@ -180,3 +180,31 @@ def test_only_staff_share_and_then_others_may_run_but_not_change(
     assert response.status_code == 302 and Run.objects.get().task == "Hi Bo"
     version_url = reverse("template_version_new", args=[saved.template_id])
     assert bob.post(version_url, {"task": "x"}).status_code == 404
+
+
+def test_the_webhook_token_is_shown_once_and_its_runs_are_told_apart(client_alice, alice) -> None:
+    saved = template_save(
+        user=alice,
+        name="Mine",
+        task="Hi {who}",
+        plan={"steps": [{"id": "a", "title": "A", "instruction": "Hi {who}", "role": "writer"}]},
+    )
+    url = reverse("template_detail", args=[saved.template_id])
+    client_alice.post(reverse("template_webhook", args=[saved.template_id]), {"action": "make"})
+    response = client_alice.get(url)
+    page = response.content.decode()
+    assert response["Cache-Control"] == "no-store"
+    token = page.split('id="new-webhook-token">')[1].split("<")[0]
+    assert token.startswith("whk_")
+    assert "approves nothing" in page
+    assert token not in client_alice.get(url).content.decode()
+    hook = Client(headers={"Authorization": f"Bearer {token}"}).post(
+        f"/api/v1/hooks/templates/{saved.template_id}",
+        {"who": "Ann"},
+        content_type="application/json",
+    )
+    assert hook.status_code == 201
+    page = client_alice.get(url).content.decode()
+    assert '<td class="template-trigger">the webhook</td>' in page
+    client_alice.post(reverse("template_webhook", args=[saved.template_id]), {"action": "off"})
+    assert not PlanTemplate.objects.get().webhook_digest

@@ -96,6 +96,7 @@ class Command(RunTask):
                     tool_policy=options["policy"],
                     auto_tools=options["auto_tool"],
                 ),
+                trigger=Run.Trigger.COMMAND,
             )
         except ParameterError as exc:
             lines = [
