@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .diff import PlanDiff, plan_diff
 from .errors import AgentError, PlanValidationError
 from .plan import Plan
 from .validation import validate_plan
@@ -380,3 +382,46 @@ def check_from_text(kind: str, text: str) -> dict[str, Any]:
     if kind == "text":
         return {"pattern": text}
     raise ValueError(f"a {kind} parameter has no check to set")
+
+
+# --- what changed between two versions -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TemplateDiff:
+    task: tuple[str, str] | None  # (old, new)
+    parameters_added: tuple[str, ...]
+    parameters_removed: tuple[str, ...]
+    # (name, field, old, new) for each field of a parameter both versions have
+    parameters_changed: tuple[tuple[str, str, Any, Any], ...]
+    plan: PlanDiff
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self.task
+            or self.parameters_added
+            or self.parameters_removed
+            or self.parameters_changed
+            or not self.plan.is_empty
+        )
+
+
+def template_diff(old: TemplateSpec, new: TemplateSpec) -> TemplateDiff:
+    """From one version of a template to another: its task, its parameters and its plan."""
+    before = {p.name: p.model_dump() for p in old.parameters}
+    after = {p.name: p.model_dump() for p in new.parameters}
+    changed = tuple(
+        (name, field, before[name][field], value)
+        for name, fields in after.items()
+        if name in before
+        for field, value in fields.items()
+        if before[name][field] != value
+    )
+    return TemplateDiff(
+        task=(old.task, new.task) if old.task != new.task else None,
+        parameters_added=tuple(n for n in after if n not in before),
+        parameters_removed=tuple(n for n in before if n not in after),
+        parameters_changed=changed,
+        plan=plan_diff(old.plan, new.plan),
+    )

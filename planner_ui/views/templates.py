@@ -24,6 +24,7 @@ from planner_ui.core.templates import (
     check_from_text,
     check_text,
     escape_placeholders,
+    template_diff,
     template_placeholders,
 )
 from planner_ui.models import PlanTemplate, PlanTemplateVersion
@@ -279,9 +280,12 @@ def _detail_context(
         # A new version starts from the latest, whichever version the page shows.
         latest = version_spec(versions[-1])
         version_form = VersionForm(parameters=latest.parameters, initial={"task": latest.task})
+    previous = next((v for v in versions if v.number == version.number - 1), None)
     return {
         "template": template,
         "version": version,
+        # What the shown version changed from the one before it.
+        "diff": template_diff(version_spec(previous), spec) if previous else None,
         "latest": versions[-1],
         "versions": versions,
         "spec": spec,

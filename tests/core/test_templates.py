@@ -19,6 +19,7 @@ from planner_ui.core.templates import (
     parameterize,
     placeholders,
     template_check,
+    template_diff,
     template_fill,
 )
 
@@ -229,3 +230,28 @@ def test_any_one_line_value_lands_verbatim(value: str) -> None:
     filled = template_fill(found, {"city": value}, known_tools=TOOLS)
     assert filled.task == "Report on " + stripped
     assert filled.plan.steps[0].title == "Weather in " + stripped
+
+
+def test_the_diff_of_two_versions_names_task_parameters_and_steps() -> None:
+    old = spec([{"name": "recipient", "default": "me"}])
+    data = plan_data()
+    data["steps"][1]["title"] = "Write it up"
+    new = template_check(
+        "Report on {city} for {days}",
+        data,
+        [
+            {"name": "recipient", "default": "team"},
+            {"name": "city", "type": "choice", "choices": ["A"]},
+        ],
+        known_tools=TOOLS,
+    )
+    diff = template_diff(old, new)
+    assert diff.task == ("Report on {city}", "Report on {city} for {days}")
+    assert diff.parameters_added == ("days",) and diff.parameters_removed == ()
+    assert diff.parameters_changed == (
+        ("city", "type", "text", "choice"),
+        ("city", "choices", [], ["A"]),
+        ("recipient", "default", "me", "team"),
+    )
+    assert [step for step, _ in diff.plan.changed] == ["write"]
+    assert template_diff(old, old).is_empty

@@ -99,6 +99,9 @@ def test_a_new_version_sets_type_default_and_check(client_alice, done) -> None:
     assert [p["name"] for p in latest.parameters] == ["city", "days"]
     page = client_alice.get(reverse("template_detail", args=[template.pk])).content.decode()
     assert '<option value="Lyon">Lyon</option>' in page
+    assert "Changes from v1" in page
+    assert "Parameters added: <code>days</code>" in page
+    assert "<li><code>city</code> type: <del>text</del> → <ins>choice</ins></li>" in page
     data.update(type_days="integer", check_days="5")
     response = client_alice.post(url, data)
     assert response.status_code == 400
