@@ -40,7 +40,8 @@ def horizontal_overflow(page: Any) -> int:
 
 def visit_every_page(page: Any, base_url: str) -> Iterator[str]:
     """Goes to each main page in turn and yields its name once it has loaded: home, the plan
-    of a run, a running run (paused), a finished run, the inbox, the history and the API page."""
+    of a run, a running run (paused), a finished run, saving its plan as a template, the
+    template and the list of templates, the inbox, the history and the API page."""
     page.goto(base_url + "/")
     yield "home"
     submit_task(page, TASK)
@@ -57,6 +58,17 @@ def visit_every_page(page: Any, base_url: str) -> Iterator[str]:
     page.goto(plan_url)
     open_step(page, "write-short-summary")
     yield "finished"
+    page.click("#save-as-template")
+    yield "save as template"
+    page.get_by_label("Name").fill("Histories")
+    page.locator("#id_literal_0").fill("history of tea")
+    page.locator("#id_parameter_0").fill("topic")
+    page.click("#save-template")
+    expect(page.locator("#template-run-form")).to_be_visible()
+    page.locator("#template-versions summary").click()
+    yield "template"
+    page.goto(base_url + "/templates/")
+    yield "templates"
     page.goto(base_url + "/approvals/")
     yield "inbox"
     page.goto(base_url + "/runs/")
