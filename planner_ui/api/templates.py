@@ -21,6 +21,7 @@ from planner_ui.selectors.run_json import run_json
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.selectors.templates import (
     template_get_for_user,
+    template_get_owned,
     template_list_for_user,
     template_runs_for_user,
     template_version,
@@ -259,20 +260,13 @@ def runs(request: HttpRequest, template_id: int) -> list[dict[str, Any]]:
     return [_run_out(request, r) for r in template_runs_for_user(template, request.user)[:200]]
 
 
-def _own(request: HttpRequest, template_id: int) -> PlanTemplate:
-    template = template_get_for_user(request.user, template_id)
-    if template.owner_id != request.user.pk:
-        raise HttpError(404, "Not Found")
-    return template
-
-
 @router.post(
     "/templates/{template_id}/webhook",
     response={201: WebhookOut},
     summary="Make (or replace) the template's webhook secret; shown once",
 )
 def webhook_set(request: HttpRequest, template_id: int) -> Status:
-    template = _own(request, template_id)
+    template = template_get_owned(request.user, template_id)
     token = template_webhook_set(template, request.user)
     url = request.build_absolute_uri(reverse("api-v1:template_webhook", args=[template.pk]))
     return Status(201, {"url": url, "token": token})
@@ -282,7 +276,7 @@ def webhook_set(request: HttpRequest, template_id: int) -> Status:
     "/templates/{template_id}/webhook", response={204: None}, summary="Turn the webhook off"
 )
 def webhook_clear(request: HttpRequest, template_id: int) -> Status:
-    template_webhook_clear(_own(request, template_id), request.user)
+    template_webhook_clear(template_get_owned(request.user, template_id), request.user)
     return Status(204, None)
 
 

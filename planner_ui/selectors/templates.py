@@ -39,6 +39,11 @@ def template_get_for_user(user: AbstractBaseUser, template_id: int) -> PlanTempl
     )
 
 
+def template_get_owned(user: AbstractBaseUser, template_id: int) -> PlanTemplate:
+    """The person's own template, to change, or 404: a shared one is theirs to run only."""
+    return get_object_or_404(PlanTemplate, pk=template_id, owner_id=user.pk)
+
+
 def template_get_by_name(user: AbstractBaseUser, name: str) -> PlanTemplate:
     """The person's template of this name, else the one shared template of it; DoesNotExist
     otherwise (none, or several people shared one of that name)."""

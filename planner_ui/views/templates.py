@@ -31,6 +31,7 @@ from planner_ui.models import PlanTemplate, PlanTemplateVersion
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.selectors.templates import (
     template_get_for_user,
+    template_get_owned,
     template_list_for_user,
     template_runs_for_user,
     template_version,
@@ -354,9 +355,7 @@ def template_run_view(request: HttpRequest, template_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def template_version_new(request: HttpRequest, template_id: int) -> HttpResponse:
-    template = template_get_for_user(request.user, template_id)
-    if template.owner_id != request.user.pk:
-        raise Http404("No such template of yours.")
+    template = template_get_owned(request.user, template_id)
     latest = _version_of(template, None)
     form = VersionForm(request.POST, parameters=version_spec(latest).parameters)
     if form.is_valid():
@@ -403,9 +402,7 @@ def template_share_view(request: HttpRequest, template_id: int) -> HttpResponse:
 def template_webhook_view(request: HttpRequest, template_id: int) -> HttpResponse:
     """Make (or replace) the webhook's secret and show it once on the next GET, or turn the
     webhook off."""
-    template = template_get_for_user(request.user, template_id)
-    if template.owner_id != request.user.pk:
-        raise Http404("No such template of yours.")
+    template = template_get_owned(request.user, template_id)
     if request.POST.get("action") == "off":
         template_webhook_clear(template, request.user)
         messages.success(request, "The webhook is off: its token no longer starts runs.")
