@@ -126,6 +126,11 @@ urlpatterns = [
     path("templates/<int:template_id>/", templates.template_detail, name="template_detail"),
     path("templates/<int:template_id>/run/", templates.template_run_view, name="template_run"),
     path(
+        "templates/<int:template_id>/v<int:number>.json",
+        templates.template_version_json,
+        name="template_json",
+    ),
+    path(
         "templates/<int:template_id>/versions/",
         templates.template_version_new,
         name="template_version_new",

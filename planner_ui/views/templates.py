@@ -3,6 +3,7 @@ the form generated from its parameters and the runs started from it."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -27,6 +28,7 @@ from planner_ui.core.templates import (
     template_diff,
     template_placeholders,
 )
+from planner_ui.core.validation import parse_plan_json
 from planner_ui.models import PlanTemplate, PlanTemplateVersion
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.selectors.templates import (
@@ -53,6 +55,8 @@ from planner_ui.services.templates import (
 REPLACE_ROWS = 3
 # Where a webhook secret just made waits for the page that shows it once.
 NEW_WEBHOOK_KEY = "template_webhook_made"
+# As a plan import (services.plans.plan_import).
+MAX_IMPORT_CHARS = 200_000
 
 
 class SaveTemplateForm(forms.Form):
@@ -135,11 +139,69 @@ def _problems(exc: Exception) -> list[str]:
     return [str(exc)]
 
 
+class ImportTemplateForm(forms.Form):
+    name = forms.CharField(max_length=MAX_NAME_CHARS, label="Name")
+    text = forms.CharField(
+        label="Template as JSON",
+        max_length=MAX_IMPORT_CHARS,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        help_text='As a version\'s JSON download: {"task": ..., "plan": ..., "parameters": [...]}',
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def template_list(request: HttpRequest) -> HttpResponse:
+    """The templates; POST imports one from JSON (a new version under a name you have)."""
+    form = ImportTemplateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            data = parse_plan_json(form.cleaned_data["text"])
+            if not isinstance(data, dict) or not isinstance(data.get("plan"), dict):
+                raise PlanValidationError(
+                    ['the JSON must be an object with "task", "plan" and "parameters"']
+                )
+            saved = template_save(
+                user=request.user,
+                name=form.cleaned_data["name"],
+                task=str(data.get("task") or ""),
+                plan=data["plan"],
+                parameters=_listed(data.get("parameters")),
+                note="imported as JSON",
+            )
+        except (ParameterError, PlanValidationError, TemplateRefused) as exc:
+            for problem in _problems(exc):
+                form.add_error(None, problem)
+        else:
+            messages.success(request, f"Imported as {saved.template.name} v{saved.number}.")
+            return redirect("template_detail", template_id=saved.template_id)
+    context = {"templates": template_list_for_user(request.user), "import_form": form}
+    status = 400 if form.errors else 200
+    return render(request, "planner_ui/template_list.html", context, status=status)
+
+
+def _listed(parameters: object) -> list[Any]:
+    if parameters is None:
+        return []
+    if not isinstance(parameters, list):
+        raise ParameterError({"": "parameters must be a list"})
+    return parameters
+
+
 @login_required
 @require_GET
-def template_list(request: HttpRequest) -> HttpResponse:
-    templates = template_list_for_user(request.user)
-    return render(request, "planner_ui/template_list.html", {"templates": templates})
+def template_version_json(request: HttpRequest, template_id: int, number: int) -> HttpResponse:
+    """A version as JSON, as the import takes it back."""
+    template = template_get_for_user(request.user, template_id)
+    version = _version_of(template, str(number))
+    body = {"task": version.task, "plan": version.plan, "parameters": version.parameters}
+    response = HttpResponse(
+        json.dumps(body, indent=2, ensure_ascii=False) + "\n",
+        content_type="application/json; charset=utf-8",
+    )
+    filename = f"template-{template.pk}-v{version.number}.json"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 class RunTemplateForm(forms.Form):

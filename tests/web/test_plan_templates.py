@@ -211,3 +211,34 @@ def test_the_webhook_token_is_shown_once_and_its_runs_are_told_apart(client_alic
     assert '<td class="template-trigger">the webhook</td>' in page
     client_alice.post(reverse("template_webhook", args=[saved.template_id]), {"action": "off"})
     assert not PlanTemplate.objects.get().webhook_digest
+
+
+def test_a_version_downloads_as_json_and_imports_back(client_alice, alice, make_user) -> None:
+    saved = template_save(
+        user=alice,
+        name="Mine",
+        task="Hi {who}",
+        plan={"steps": [{"id": "a", "title": "A", "instruction": "Hi {who}", "role": "writer"}]},
+        parameters=[{"name": "who", "default": "Ann"}],
+    )
+    response = client_alice.get(reverse("template_json", args=[saved.template_id, 1]))
+    assert response["Content-Disposition"] == (
+        f'attachment; filename="template-{saved.template_id}-v1.json"'
+    )
+    text = response.content.decode()
+    response = client_alice.post(reverse("template_list"), {"name": "Copy", "text": text})
+    copy = PlanTemplate.objects.get(name="Copy")
+    assert response["Location"] == reverse("template_detail", args=[copy.pk])
+    version = copy.versions.get()
+    assert (version.task, version.plan, version.parameters) == (
+        saved.task,
+        saved.plan,
+        saved.parameters,
+    )
+    assert version.note == "imported as JSON"
+    bad = client_alice.post(reverse("template_list"), {"name": "Bad", "text": '{"plan": []}'})
+    assert bad.status_code == 400
+    assert "the JSON must be an object with" in bad.content.decode()
+    bob = Client()
+    bob.force_login(make_user("bob"))
+    assert bob.get(reverse("template_json", args=[saved.template_id, 1])).status_code == 404
