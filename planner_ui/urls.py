@@ -139,6 +139,11 @@ urlpatterns = [
         "templates/<int:template_id>/share/", templates.template_share_view, name="template_share"
     ),
     path(
+        "templates/<int:template_id>/delete/",
+        templates.template_delete_view,
+        name="template_delete",
+    ),
+    path(
         "templates/<int:template_id>/webhook/",
         templates.template_webhook_view,
         name="template_webhook",

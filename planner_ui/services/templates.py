@@ -140,6 +140,14 @@ def template_share(template: PlanTemplate, user: AbstractBaseUser, shared: bool)
     return template
 
 
+def template_delete(template: PlanTemplate, user: AbstractBaseUser) -> None:
+    """Delete a template and its versions. Its runs stay, with the values they were filled
+    with; they no longer link to it."""
+    if template.owner_id != user.pk:
+        raise TemplateRefused("Only the template's owner deletes it.")
+    template.delete()
+
+
 def version_spec(version: PlanTemplateVersion) -> TemplateSpec:
     return TemplateSpec(
         task=version.task,

@@ -42,6 +42,7 @@ from planner_ui.services.runs import RunInputError
 from planner_ui.services.templates import (
     MAX_NAME_CHARS,
     TemplateRefused,
+    template_delete,
     template_run,
     template_save,
     template_save_from_run,
@@ -472,3 +473,14 @@ def template_webhook_view(request: HttpRequest, template_id: int) -> HttpRespons
         token = template_webhook_set(template, request.user)
         request.session[NEW_WEBHOOK_KEY] = {"template": template.pk, "token": token}
     return redirect("template_detail", template_id=template.pk)
+
+
+@login_required
+@require_POST
+def template_delete_view(request: HttpRequest, template_id: int) -> HttpResponse:
+    template = template_get_owned(request.user, template_id)
+    template_delete(template, request.user)
+    messages.success(
+        request, f"Deleted {template.name}. Its runs stay, with the values they were given."
+    )
+    return redirect("template_list")

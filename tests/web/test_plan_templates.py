@@ -242,3 +242,24 @@ def test_a_version_downloads_as_json_and_imports_back(client_alice, alice, make_
     bob = Client()
     bob.force_login(make_user("bob"))
     assert bob.get(reverse("template_json", args=[saved.template_id, 1])).status_code == 404
+
+
+def test_only_the_owner_deletes_and_the_runs_stay(client_alice, alice, make_user) -> None:
+    saved = template_save(
+        user=alice,
+        name="Mine",
+        task="Hi {who}",
+        plan={"steps": [{"id": "a", "title": "A", "instruction": "Hi {who}", "role": "writer"}]},
+    )
+    PlanTemplate.objects.update(shared=True)
+    client_alice.post(reverse("template_run", args=[saved.template_id]), {"param_who": "Ann"})
+    url = reverse("template_delete", args=[saved.template_id])
+    bob = Client()
+    bob.force_login(make_user("bob"))
+    assert bob.post(url).status_code == 404
+    assert client_alice.post(url)["Location"] == reverse("template_list")
+    assert not PlanTemplate.objects.exists()
+    run = Run.objects.get()
+    assert run.template_version is None and run.template_values == {"who": "Ann"}
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert "From a template since deleted, with <code>who</code> = Ann" in page
