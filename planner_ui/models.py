@@ -833,6 +833,12 @@ class PlanTemplate(models.Model):
     # The SHA-256 of its webhook's secret token (shown once, like an API token); empty: no
     # webhook.
     webhook_digest = models.CharField(max_length=64, blank=True)
+    # What the runs its triggers start do with irreversible calls (core.effects), as a run's
+    # tool_policy and auto_tools: a trigger approves nothing else on its own.
+    trigger_policy = models.CharField(
+        max_length=16, choices=_choices(PolicyMode), default=PolicyMode.ASK
+    )
+    trigger_auto_tools = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -844,6 +850,10 @@ class PlanTemplate(models.Model):
 
     def __str__(self) -> str:
         return f"template {self.name}"
+
+    @property
+    def trigger_tool_policy(self) -> ToolPolicy:
+        return ToolPolicy.of(self.trigger_policy, self.trigger_auto_tools)
 
     @property
     def latest(self) -> PlanTemplateVersion | None:

@@ -144,6 +144,11 @@ urlpatterns = [
         name="template_delete",
     ),
     path(
+        "templates/<int:template_id>/trigger-policy/",
+        templates.template_trigger_policy_view,
+        name="template_trigger_policy",
+    ),
+    path(
         "templates/<int:template_id>/webhook/",
         templates.template_webhook_view,
         name="template_webhook",

@@ -33,6 +33,7 @@ from planner_ui.services.templates import (
     template_run_by_webhook,
     template_save,
     template_save_from_run,
+    template_trigger_policy_set,
     template_webhook_clear,
     template_webhook_set,
 )
@@ -56,6 +57,11 @@ class TemplateVersionOut(Schema):
     created_at: str
 
 
+class TriggerPolicy(Schema):
+    tool_policy: str = Field(max_length=16, description='"ask", "auto" or "dry_run".')
+    auto_tools: list[str] = Field(default_factory=list, max_length=20)
+
+
 class TemplateOut(Schema):
     template_id: int
     name: str
@@ -64,6 +70,9 @@ class TemplateOut(Schema):
     owner: str
     mine: bool
     webhook: bool = Field(description="Whether its webhook is on.")
+    trigger_policy: TriggerPolicy = Field(
+        description="What the runs its triggers start do with irreversible calls."
+    )
     latest: TemplateVersionOut
     versions: list[int]
 
@@ -148,6 +157,10 @@ def _template_out(request: HttpRequest, template: PlanTemplate) -> dict[str, Any
         "owner": template.owner.get_username(),
         "mine": template.owner_id == request.user.pk,
         "webhook": bool(template.webhook_digest),
+        "trigger_policy": {
+            "tool_policy": template.trigger_policy,
+            "auto_tools": template.trigger_auto_tools,
+        },
         "latest": _version_out(versions[-1]),
         "versions": [v.number for v in versions],
     }
@@ -270,6 +283,17 @@ def webhook_set(request: HttpRequest, template_id: int) -> Status:
     token = template_webhook_set(template, request.user)
     url = request.build_absolute_uri(reverse("api-v1:template_webhook", args=[template.pk]))
     return Status(201, {"url": url, "token": token})
+
+
+@router.put(
+    "/templates/{template_id}/trigger-policy",
+    response=TemplateOut,
+    summary="What the runs its triggers start do with irreversible calls",
+)
+def trigger_policy(request: HttpRequest, template_id: int, payload: TriggerPolicy) -> Any:
+    template = template_get_owned(request.user, template_id)
+    template_trigger_policy_set(template, request.user, payload.tool_policy, payload.auto_tools)
+    return _template_out(request, template)
 
 
 @router.delete(

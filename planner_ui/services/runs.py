@@ -114,6 +114,11 @@ def _allowed_hosts(task: str, given: Sequence[str] | None) -> list[str]:
         raise RunInputError(str(exc), field="allowed_hosts") from exc
 
 
+def policy_for(owner: AbstractBaseUser, mode: str, auto_tools: Sequence[str]) -> ToolPolicy:
+    """A policy for irreversible calls as a run of `owner` would take it; RunInputError if not."""
+    return _policy(mode, auto_tools, tools_for_user(owner))
+
+
 def _policy(mode: str, auto_tools: Sequence[str], tools: dict[str, Tool]) -> ToolPolicy:
     try:
         policy = ToolPolicy.of(mode, auto_tools)

@@ -11,6 +11,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
@@ -32,7 +33,7 @@ from planner_ui.selectors.tools import tools_for_user
 
 from .events import event_append
 from .plans import materialize_steps
-from .runs import run_approve_plan, run_fields
+from .runs import policy_for, run_approve_plan, run_fields
 
 MAX_NAME_CHARS = 100
 
@@ -248,12 +249,39 @@ def template_for_webhook(template_id: int, raw: str) -> PlanTemplate | None:
     return template
 
 
+def template_trigger_policy_set(
+    template: PlanTemplate, user: AbstractBaseUser, mode: str, auto_tools: Sequence[str]
+) -> PlanTemplate:
+    """What the runs the template's triggers start do with irreversible calls: checked as a
+    run's policy is (RunInputError says what is wrong)."""
+    if template.owner_id != user.pk:
+        raise TemplateRefused("Only the template's owner sets its triggers' policy.")
+    policy = policy_for(user, mode, auto_tools)
+    template.trigger_policy = policy.mode
+    template.trigger_auto_tools = sorted(policy.auto_tools)
+    template.save(update_fields=["trigger_policy", "trigger_auto_tools", "updated_at"])
+    return template
+
+
 def template_run_by_webhook(template: PlanTemplate, values: Mapping[str, Any]) -> Run:
     """A run of the template's latest version for its owner, started by a trigger. A trigger
-    approves nothing: the plan waits for the owner, and irreversible calls ask."""
+    approves nothing: the plan waits for the owner, and irreversible calls follow the
+    template's trigger policy (ask, unless the owner said otherwise). The site's default
+    budget applies, as it does to a run submitted from the form or runtask."""
     version = template.versions.order_by("-number").first()
     if version is None:  # pragma: no cover - a template is made with its first version
         raise TemplateRefused("This template has no version to run.")
+    options = RunOptions(
+        task="",
+        tool_policy=template.trigger_policy,
+        auto_tools=template.trigger_auto_tools,
+        budget_tokens=settings.AGENTSITE_DEFAULT_BUDGET_TOKENS,
+        budget_usd=settings.AGENTSITE_DEFAULT_BUDGET_USD,
+    )
     return template_run(
-        version=version, user=template.owner, values=values, trigger=Run.Trigger.WEBHOOK
+        version=version,
+        user=template.owner,
+        values=values,
+        options=options,
+        trigger=Run.Trigger.WEBHOOK,
     )

@@ -3,10 +3,12 @@ the form generated from its parameters and the runs started from it."""
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -38,6 +40,7 @@ from planner_ui.selectors.templates import (
     template_runs_for_user,
     template_version,
 )
+from planner_ui.selectors.tools import tools_for_user
 from planner_ui.services.runs import RunInputError
 from planner_ui.services.templates import (
     MAX_NAME_CHARS,
@@ -47,10 +50,13 @@ from planner_ui.services.templates import (
     template_save,
     template_save_from_run,
     template_share,
+    template_trigger_policy_set,
     template_webhook_clear,
     template_webhook_set,
     version_spec,
 )
+
+from .runs import TaskForm
 
 # Rows of "turn this text into a parameter" on the save form.
 REPLACE_ROWS = 3
@@ -228,6 +234,11 @@ class RunTemplateForm(forms.Form):
         self.parameters = parameters
         for param in parameters:
             self.fields[_field(param.name)] = _parameter_field(param)
+        # The task form's budget fields, with the configured default budget filled in.
+        for name in ("budget_tokens", "budget_usd"):
+            self.fields[name] = copy.deepcopy(TaskForm.base_fields[name])
+        self.fields["budget_tokens"].initial = settings.AGENTSITE_DEFAULT_BUDGET_TOKENS
+        self.fields["budget_usd"].initial = settings.AGENTSITE_DEFAULT_BUDGET_USD
         self.order_fields([_field(p.name) for p in parameters])
 
     def values(self) -> dict[str, str]:
@@ -358,6 +369,15 @@ def _detail_context(
         "version_form": version_form if mine else None,
         "mine": mine,
         "runs": template_runs_for_user(template, request.user)[:50],
+        "policy_form": TriggerPolicyForm(
+            user=request.user,
+            initial={
+                "tool_policy": template.trigger_policy,
+                "auto_tools": template.trigger_auto_tools,
+            },
+        )
+        if mine
+        else None,
         "webhook_url": request.build_absolute_uri(
             reverse("api-v1:template_webhook", args=[template.pk])
         ),
@@ -397,6 +417,8 @@ def template_run_view(request: HttpRequest, template_id: int) -> HttpResponse:
             task="",
             auto_approve=form.cleaned_data["auto_approve"],
             tool_policy=form.cleaned_data["tool_policy"] or PolicyMode.ASK,
+            budget_tokens=form.cleaned_data["budget_tokens"],
+            budget_usd=form.cleaned_data["budget_usd"],
         )
         try:
             run = template_run(
@@ -484,3 +506,54 @@ def template_delete_view(request: HttpRequest, template_id: int) -> HttpResponse
         request, f"Deleted {template.name}. Its runs stay, with the values they were given."
     )
     return redirect("template_list")
+
+
+class TriggerPolicyForm(forms.Form):
+    """What runs the template's triggers start do with irreversible calls."""
+
+    tool_policy = forms.ChoiceField(
+        choices=[
+            (PolicyMode.ASK, "Ask me before every irreversible call"),
+            (PolicyMode.AUTO, "Run the tools ticked below without asking; ask for the others"),
+            (PolicyMode.DRY_RUN, "Dry run: record irreversible calls, perform none"),
+        ],
+        widget=forms.RadioSelect,
+        label="Irreversible calls of the runs a trigger starts",
+    )
+    auto_tools = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Run without asking"
+    )
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        tools = tools_for_user(user)
+        self.fields["auto_tools"].choices = [
+            (name, f"{name} ({tool.effect})")
+            for name, tool in sorted(tools.items())
+            if tool.irreversible
+        ]
+
+
+@login_required
+@require_POST
+def template_trigger_policy_view(request: HttpRequest, template_id: int) -> HttpResponse:
+    template = template_get_owned(request.user, template_id)
+    form = TriggerPolicyForm(request.POST, user=request.user)
+    if form.is_valid():
+        try:
+            template_trigger_policy_set(
+                template,
+                request.user,
+                form.cleaned_data["tool_policy"],
+                form.cleaned_data["auto_tools"],
+            )
+        except RunInputError as exc:
+            messages.error(request, str(exc))
+        else:
+            policy = template.trigger_tool_policy.describe()
+            messages.success(request, f"Runs its triggers start: {policy}.")
+    else:
+        messages.error(
+            request, "Choose what the runs its triggers start do with irreversible calls."
+        )
+    return redirect("template_detail", template_id=template.pk)

@@ -176,3 +176,15 @@ def test_the_webhook_is_rate_limited(alice_api, weather, settings) -> None:
     token = post(alice_api, f"/api/v1/templates/{template_id}/webhook").json()["token"]
     codes = [hook(template_id, {"city": "Rome"}, token).status_code for _ in range(3)]
     assert codes[-1] == 429 and Run.objects.count() == codes.count(201)
+
+
+def test_the_trigger_policy_is_set_over_the_api(alice_api, weather) -> None:
+    assert weather["trigger_policy"] == {"tool_policy": "ask", "auto_tools": []}
+    url = f"/api/v1/templates/{weather['template_id']}/trigger-policy"
+    body = {"tool_policy": "dry_run", "auto_tools": []}
+    response = alice_api.put(url, body, content_type="application/json")
+    assert response.status_code == 200
+    assert response.json()["trigger_policy"] == body
+    bad = alice_api.put(url, {"tool_policy": "yolo"}, content_type="application/json")
+    assert bad.status_code == 422
+    assert bad.json()["detail"][0]["msg"].startswith("Unknown policy 'yolo'")

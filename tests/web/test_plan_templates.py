@@ -263,3 +263,33 @@ def test_only_the_owner_deletes_and_the_runs_stay(client_alice, alice, make_user
     assert run.template_version is None and run.template_values == {"who": "Ann"}
     page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert "From a template since deleted, with <code>who</code> = Ann" in page
+
+
+def test_the_triggers_policy_is_shown_set_and_followed(client_alice, alice, settings) -> None:
+    settings.AGENTSITE_DEFAULT_BUDGET_TOKENS = 50_000
+    saved = template_save(
+        user=alice,
+        name="Mine",
+        task="Hi {who}",
+        plan={"steps": [{"id": "a", "title": "A", "instruction": "Hi {who}", "role": "writer"}]},
+    )
+    url = reverse("template_detail", args=[saved.template_id])
+    page = client_alice.get(url).content.decode()
+    assert "asks before every irreversible call" in page
+    assert 'name="budget_tokens" value="50000"' in page
+    policy_url = reverse("template_trigger_policy", args=[saved.template_id])
+    client_alice.post(policy_url, {"tool_policy": "auto", "auto_tools": ["send_email"]})
+    page = client_alice.get(url).content.decode()
+    assert "runs send_email without asking; asks for the rest" in page
+    response = client_alice.post(policy_url, {"tool_policy": "auto"})
+    assert PlanTemplate.objects.get().trigger_auto_tools == ["send_email"]
+    errors = client_alice.get(response["Location"]).content.decode()
+    assert "Choose the tools to run without asking, or ask for every call." in errors
+    client_alice.post(reverse("template_webhook", args=[saved.template_id]), {"action": "make"})
+    token = client_alice.get(url).content.decode().split('id="new-webhook-token">')[1]
+    hook = Client(headers={"Authorization": f"Bearer {token.split('<')[0]}"}).post(
+        f"/api/v1/hooks/templates/{saved.template_id}", {"who": "Ann"}, "application/json"
+    )
+    run = Run.objects.get(pk=hook.json()["run_id"])
+    assert (run.tool_policy, run.auto_tools) == ("auto", ["send_email"])
+    assert run.budget_tokens == 50_000 and run.status == RunStatus.AWAITING_PLAN_APPROVAL
