@@ -33,6 +33,7 @@ from planner_ui.selectors.tools import tools_for_user
 
 from .events import event_append
 from .plans import materialize_steps
+from .proposals import MAX_NOTE_CHARS, proposal_request
 from .runs import policy_for, run_approve_plan, run_fields
 
 MAX_NAME_CHARS = 100
@@ -132,6 +133,14 @@ def template_save_from_run(
     )
 
 
+def _adapt_note(values: Mapping[str, str]) -> str:
+    given = "; ".join(f"{name} = {value}" for name, value in values.items()) or "none"
+    return (
+        f"This plan comes from a template, filled in with these values: {given}. Adapt its "
+        "steps to these values where they need it, and keep the rest as it is."
+    )[:MAX_NOTE_CHARS]
+
+
 def template_share(template: PlanTemplate, user: AbstractBaseUser, shared: bool) -> PlanTemplate:
     """Share a template with every user of the site, or stop sharing it: staff decide."""
     if not user.is_staff:
@@ -164,11 +173,16 @@ def template_run(
     values: Mapping[str, Any],
     options: RunOptions | None = None,
     trigger: str = Run.Trigger.FORM,
+    adapt: bool = False,
 ) -> Run:
     """Start a run of `version` filled with `values`: no planner, the plan waits for approval
     (or is approved at once if the options say so). `options` are the run's as on the task
     form; their task is the template's, filled. ParameterError names each value refused,
-    PlanValidationError what the filled plan breaks, RunInputError a wrong option."""
+    PlanValidationError what the filled plan breaks, RunInputError a wrong option.
+
+    With `adapt`, the planner is asked to adapt the filled plan to the values, as a revision
+    the person accepts or discards on the run page (a diff, as for any revision); the plan is
+    then never approved on its own."""
     filled = template_fill(version_spec(version), values, known_tools=sorted(tools_for_user(user)))
     options = (options or RunOptions(task="")).model_copy(update={"task": filled.task})
     fields = run_fields(user, options)
@@ -201,7 +215,9 @@ def template_run(
                 "steps": len(filled.plan.steps),
             },
         )
-    if run.auto_approve:
+        if adapt:
+            proposal_request(run_id=run.pk, base_version=1, note=_adapt_note(filled.values))
+    if run.auto_approve and not adapt:
         run = run_approve_plan(run.pk)
     return run
 

@@ -218,6 +218,11 @@ class RunTemplateForm(forms.Form):
     auto_approve = forms.BooleanField(
         required=False, label="Run the plan without reviewing it first"
     )
+    adapt = forms.BooleanField(
+        required=False,
+        label="Let the planner adapt the plan to these values (you see its changes as a diff "
+        "and accept or discard them; nothing runs before)",
+    )
     tool_policy = forms.ChoiceField(
         choices=[
             (PolicyMode.ASK, "Ask me before every irreversible call"),
@@ -422,7 +427,11 @@ def template_run_view(request: HttpRequest, template_id: int) -> HttpResponse:
         )
         try:
             run = template_run(
-                version=version, user=request.user, values=form.values(), options=options
+                version=version,
+                user=request.user,
+                values=form.values(),
+                options=options,
+                adapt=form.cleaned_data["adapt"],
             )
         except ParameterError as exc:
             for name, why in exc.problems.items():

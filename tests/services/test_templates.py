@@ -147,3 +147,27 @@ def test_others_see_a_template_only_once_staff_share_it(saved, alice, make_user)
     mine = template_save(user=bob, name="Weather", task=saved.task, plan=saved.plan)
     assert mine.template != template and mine.template.owner == bob
     assert template_get_by_name(bob, "Weather") == mine.template
+
+
+def test_adapt_asks_the_planner_for_a_revision_the_person_decides(saved, alice) -> None:
+    from planner_ui.models import PlanProposal
+    from planner_ui.services.proposals import proposal_make
+
+    run = template_run(
+        version=saved,
+        user=alice,
+        values={"city": "Lyon"},
+        options=RunOptions(task="", auto_approve=True),
+        adapt=True,
+    )
+    # Asked to adapt, it is never approved on its own: the revision waits for the person.
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL
+    proposal = run.proposals.get()
+    assert proposal.note == (
+        "This plan comes from a template, filled in with these values: city = Lyon. Adapt its "
+        "steps to these values where they need it, and keep the rest as it is."
+    )
+    proposal_make(proposal.pk)
+    proposal.refresh_from_db()
+    assert proposal.state == PlanProposal.State.READY, proposal.error
+    assert run.plan_versions.count() == 1  # nothing adopted before the person accepts

@@ -293,3 +293,20 @@ def test_the_triggers_policy_is_shown_set_and_followed(client_alice, alice, sett
     run = Run.objects.get(pk=hook.json()["run_id"])
     assert (run.tool_policy, run.auto_tools) == ("auto", ["send_email"])
     assert run.budget_tokens == 50_000 and run.status == RunStatus.AWAITING_PLAN_APPROVAL
+
+
+def test_the_form_can_ask_the_planner_to_adapt_the_plan(client_alice, alice) -> None:
+    saved = template_save(
+        user=alice,
+        name="Mine",
+        task="Hi {who}",
+        plan={"steps": [{"id": "a", "title": "A", "instruction": "Hi {who}", "role": "writer"}]},
+    )
+    response = client_alice.post(
+        reverse("template_run", args=[saved.template_id]),
+        {"version": "1", "param_who": "Ann", "adapt": "on", "auto_approve": "on"},
+    )
+    run = Run.objects.get()
+    assert response["Location"] == reverse("run_detail", args=[run.pk])
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL
+    assert "who = Ann" in run.proposals.get().note
