@@ -415,9 +415,7 @@ AGENTSITE_MCP_TIMEOUT_S = float(os.environ.get("AGENTSITE_MCP_TIMEOUT_S") or 30)
 # Requests per personal API token and minute, counted in Redis across every web server.
 AGENTSITE_API_RATE_PER_MINUTE = int(os.environ.get("AGENTSITE_API_RATE_PER_MINUTE") or 120)
 # POSTs to one template's webhook per minute, whoever sends them (a leaked token cannot flood).
-AGENTSITE_WEBHOOK_RATE_PER_MINUTE = int(
-    os.environ.get("AGENTSITE_WEBHOOK_RATE_PER_MINUTE") or 60
-)
+AGENTSITE_WEBHOOK_RATE_PER_MINUTE = int(os.environ.get("AGENTSITE_WEBHOOK_RATE_PER_MINUTE") or 60)
 # A worker refreshes the heartbeat of what it runs every AGENTSITE_HEARTBEAT_S (a quarter of the
 # lease by default). A running step whose heartbeat is older than the lease has lost its worker:
 # the sweep, every AGENTSITE_SWEEP_S, hands it to another, so a dead worker's step is taken over
@@ -438,8 +436,15 @@ AGENTSITE_WORKER_ALIVE_S = float(os.environ.get("AGENTSITE_WORKER_ALIVE_S", "30"
 # Every worker runs the sweep that hands out again work whose worker died or whose message was
 # lost (planner_ui.services.sweeper), one per period across the fleet; Celery beat, optional,
 # may ask for it too, from any number of processes.
+# How often beat looks for templates whose schedule is due (services.templates): a schedule
+# fires within this many seconds of its time.
+AGENTSITE_SCHEDULE_TICK_S = float(os.environ.get("AGENTSITE_SCHEDULE_TICK_S", "5"))
 CELERY_BEAT_SCHEDULE = {
     "sweep": {"task": "planner_ui.tasks.sweep", "schedule": AGENTSITE_SWEEP_S},
+    "template-schedules": {
+        "task": "planner_ui.tasks.template_schedules",
+        "schedule": AGENTSITE_SCHEDULE_TICK_S,
+    },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # When a step fails: "auto" re-plans what is left and carries on, "review" waits for the

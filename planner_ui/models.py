@@ -141,6 +141,7 @@ class Run(models.Model):
         API = "api", "the API"
         WEBHOOK = "webhook", "the webhook"
         COMMAND = "command", "manage.py runtemplate"
+        SCHEDULE = "schedule", "its schedule"
 
     # What started it from its template: each trigger's runs are told apart under it.
     template_trigger = models.CharField(max_length=8, choices=Trigger.choices, blank=True)
@@ -839,6 +840,15 @@ class PlanTemplate(models.Model):
         max_length=16, choices=_choices(PolicyMode), default=PolicyMode.ASK
     )
     trigger_auto_tools = models.JSONField(default=list, blank=True)
+    # Its schedule trigger (core.schedule: "every 2 hours", a cron line in UTC; empty: none),
+    # the values its runs are filled with, and when it runs next: a run is due once this is
+    # past, and is claimed by moving it on in one conditional UPDATE (services.templates).
+    schedule = models.CharField(max_length=100, blank=True)
+    schedule_values = models.JSONField(default=dict, blank=True)
+    next_run_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Why its schedule's last run could not start (its values no longer fit, ...); empty after
+    # one that did.
+    schedule_error = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -77,3 +77,10 @@ def sweep() -> dict[str, int]:
     from planner_ui.services.sweep import sweep
 
     return sweep()
+
+
+@shared_task(ignore_result=True)
+def template_schedules() -> int:
+    from planner_ui.services.templates import template_schedules_due
+
+    return template_schedules_due()

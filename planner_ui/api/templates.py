@@ -30,7 +30,7 @@ from planner_ui.services.templates import (
     MAX_NAME_CHARS,
     template_for_webhook,
     template_run,
-    template_run_by_webhook,
+    template_run_by_trigger,
     template_save,
     template_save_from_run,
     template_trigger_policy_set,
@@ -334,6 +334,6 @@ def webhook(request: HttpRequest, template_id: int) -> Status:
         raise HttpError(422, f"The body is not JSON: {exc}") from None
     if not isinstance(values, dict):
         raise HttpError(422, "The body must be a JSON object of parameter values.")
-    started = template_run_by_webhook(template, values)
+    started = template_run_by_trigger(template, values)
     url = request.build_absolute_uri(reverse("run_detail", args=[started.pk]))
     return Status(201, {"run_id": started.pk, "url": url, "status": started.status})

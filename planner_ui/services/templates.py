@@ -7,18 +7,22 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from planner_ui.core.errors import AgentError
 from planner_ui.core.events import EventType
 from planner_ui.core.plan import Plan
 from planner_ui.core.run_options import RunOptions
+from planner_ui.core.schedule import ScheduleError, parse_schedule
 from planner_ui.core.status import RunStatus
 from planner_ui.core.templates import (
     TemplateParameter,
@@ -37,6 +41,7 @@ from .proposals import MAX_NOTE_CHARS, proposal_request
 from .runs import policy_for, run_approve_plan, run_fields
 
 MAX_NAME_CHARS = 100
+log = logging.getLogger(__name__)
 
 
 class TemplateRefused(AgentError):
@@ -279,7 +284,9 @@ def template_trigger_policy_set(
     return template
 
 
-def template_run_by_webhook(template: PlanTemplate, values: Mapping[str, Any]) -> Run:
+def template_run_by_trigger(
+    template: PlanTemplate, values: Mapping[str, Any], trigger: str = Run.Trigger.WEBHOOK
+) -> Run:
     """A run of the template's latest version for its owner, started by a trigger. A trigger
     approves nothing: the plan waits for the owner, and irreversible calls follow the
     template's trigger policy (ask, unless the owner said otherwise). The site's default
@@ -299,5 +306,80 @@ def template_run_by_webhook(template: PlanTemplate, values: Mapping[str, Any]) -
         user=template.owner,
         values=values,
         options=options,
-        trigger=Run.Trigger.WEBHOOK,
+        trigger=trigger,
     )
+
+
+# --- the schedule trigger --------------------------------------------------------------------
+
+
+def template_schedule_set(
+    template: PlanTemplate, user: AbstractBaseUser, text: str, values: Mapping[str, Any]
+) -> PlanTemplate:
+    """Set the template's schedule and the values its runs are filled with (checked now against
+    the latest version, so a schedule is not set to fail), or clear it with an empty text.
+    TemplateRefused for the schedule, ParameterError or PlanValidationError for the values."""
+    if template.owner_id != user.pk:
+        raise TemplateRefused("Only the template's owner sets its schedule.", field="schedule")
+    if not text.strip():
+        template.schedule, template.schedule_values, template.next_run_at = "", {}, None
+    else:
+        try:
+            schedule = parse_schedule(text)
+            next_run_at = schedule.next_after(timezone.now())
+        except ScheduleError as exc:
+            raise TemplateRefused(str(exc), field="schedule") from None
+        latest = template.versions.order_by("-number").first()
+        template_fill(version_spec(latest), values, known_tools=sorted(tools_for_user(user)))
+        given = {name: value for name, value in values.items() if value not in (None, "")}
+        template.schedule, template.schedule_values = schedule.text, given
+        template.next_run_at = next_run_at
+    template.schedule_error = ""
+    template.save(
+        update_fields=[
+            "schedule",
+            "schedule_values",
+            "next_run_at",
+            "schedule_error",
+            "updated_at",
+        ]
+    )
+    return template
+
+
+def template_schedules_due(now: datetime | None = None) -> int:
+    """Start a run of every template whose schedule is due; how many started. Asked for by
+    Celery beat every AGENTSITE_SCHEDULE_TICK_S (tasks.template_schedules). Each due run is
+    claimed by moving next_run_at on with a conditional UPDATE, in the same transaction as the
+    run: a beat restarted, or two beats, never start one twice, and a claim whose process died
+    before committing is taken again. Runs missed while nothing ran are not made up: the next
+    one is the schedule's next time from now."""
+    now = now or timezone.now()
+    started = 0
+    due = PlanTemplate.objects.filter(next_run_at__lte=now).exclude(schedule="")
+    for template in due.select_related("owner").order_by("next_run_at")[:100]:
+        try:
+            schedule = parse_schedule(template.schedule)
+            following = schedule.next_after(template.next_run_at)
+            if following <= now:
+                following = schedule.next_after(now)
+        except ScheduleError:  # pragma: no cover - checked when set
+            following = None
+        with transaction.atomic():
+            claimed = PlanTemplate.objects.filter(
+                pk=template.pk, next_run_at=template.next_run_at
+            ).update(next_run_at=following)
+            if not claimed:
+                continue  # another beat took it
+            error = ""
+            try:
+                with transaction.atomic():
+                    template_run_by_trigger(
+                        template, template.schedule_values, Run.Trigger.SCHEDULE
+                    )
+                started += 1
+            except AgentError as exc:
+                error = f"{timezone.now():%Y-%m-%d %H:%M} UTC: {exc}"[:500]
+                log.warning("template %s: its scheduled run did not start: %s", template.pk, exc)
+            PlanTemplate.objects.filter(pk=template.pk).update(schedule_error=error)
+    return started

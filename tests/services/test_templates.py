@@ -171,3 +171,55 @@ def test_adapt_asks_the_planner_for_a_revision_the_person_decides(saved, alice) 
     proposal.refresh_from_db()
     assert proposal.state == PlanProposal.State.READY, proposal.error
     assert run.plan_versions.count() == 1  # nothing adopted before the person accepts
+
+
+def test_a_schedule_starts_due_runs_once_and_moves_on(saved, alice) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from planner_ui.services.templates import template_schedule_set, template_schedules_due
+
+    template = template_schedule_set(saved.template, alice, "every 1 hour", {"city": "Rome"})
+    assert template.schedule == "every 1 hour" and template.schedule_values == {"city": "Rome"}
+    first = template.next_run_at
+    assert template_schedules_due(first - timedelta(seconds=1)) == 0
+    assert template_schedules_due(first) == 1
+    # A second beat asking for the same moment finds it claimed: no duplicate.
+    assert template_schedules_due(first) == 0
+    template.refresh_from_db()
+    assert template.next_run_at == first + timedelta(hours=1)
+    run = Run.objects.get(template_version=saved)
+    assert run.template_trigger == Run.Trigger.SCHEDULE and run.task.endswith(
+        "in Rome, then write a short summary"
+    )
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL  # a trigger approves nothing
+    # Down for a day: one run now, not 24, and the next one an hour from now.
+    later = first + timedelta(days=1, minutes=5)
+    assert template_schedules_due(later) == 1
+    template.refresh_from_db()
+    assert template.next_run_at == later + timedelta(hours=1)
+    # Cleared, it starts nothing.
+    template_schedule_set(template, alice, "", {})
+    assert template_schedules_due(timezone.now() + timedelta(days=30)) == 0
+
+
+def test_a_schedule_is_checked_when_set_and_a_failure_is_kept(saved, alice, make_user) -> None:
+    from datetime import timedelta
+
+    from planner_ui.services.templates import template_schedule_set, template_schedules_due
+
+    with pytest.raises(TemplateRefused, match='Write "every 30 minutes"'):
+        template_schedule_set(saved.template, alice, "sometimes", {})
+    with pytest.raises(ParameterError) as exc:
+        template_schedule_set(saved.template, alice, "every 1 day", {"city": "a\nb"})
+    assert list(exc.value.problems) == ["city"]
+    with pytest.raises(TemplateRefused, match="Only the template's owner sets its schedule."):
+        template_schedule_set(saved.template, make_user("bob"), "every 1 day", {})
+    template = template_schedule_set(saved.template, alice, "every 1 day", {})
+    # A later version no one can fill without a value: the schedule's run cannot start.
+    template_save(user=alice, name="Weather", task="Weather in {city} and {sea}", plan=saved.plan)
+    assert template_schedules_due(template.next_run_at + timedelta(seconds=1)) == 0
+    template.refresh_from_db()
+    assert "sea: a value is required" in template.schedule_error
+    assert template.next_run_at is not None  # it tries again at its next time
