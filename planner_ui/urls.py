@@ -149,6 +149,11 @@ urlpatterns = [
         name="template_trigger_policy",
     ),
     path(
+        "templates/<int:template_id>/schedule/",
+        templates.template_schedule_view,
+        name="template_schedule",
+    ),
+    path(
         "templates/<int:template_id>/webhook/",
         templates.template_webhook_view,
         name="template_webhook",

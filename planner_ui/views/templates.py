@@ -49,6 +49,7 @@ from planner_ui.services.templates import (
     template_run,
     template_save,
     template_save_from_run,
+    template_schedule_set,
     template_share,
     template_trigger_policy_set,
     template_webhook_clear,
@@ -352,6 +353,7 @@ def _detail_context(
     version: PlanTemplateVersion,
     run_form: RunTemplateForm | None = None,
     version_form: VersionForm | None = None,
+    schedule_form: ScheduleForm | None = None,
 ) -> dict[str, Any]:
     spec = version_spec(version)
     versions = list(template.versions.all())
@@ -381,6 +383,9 @@ def _detail_context(
                 "auto_tools": template.trigger_auto_tools,
             },
         )
+        if mine
+        else None,
+        "schedule_form": (schedule_form or _schedule_form(template, spec.parameters))
         if mine
         else None,
         "webhook_url": request.build_absolute_uri(
@@ -566,3 +571,59 @@ def template_trigger_policy_view(request: HttpRequest, template_id: int) -> Http
             request, "Choose what the runs its triggers start do with irreversible calls."
         )
     return redirect("template_detail", template_id=template.pk)
+
+
+class ScheduleForm(forms.Form):
+    """The schedule and the values its runs get: the parameters' own fields, prefixed."""
+
+    schedule = forms.CharField(
+        required=False,
+        max_length=100,
+        label="Schedule",
+        help_text='"every 30 minutes", "every 1 day", or a cron line in UTC such as "0 8 * * 1-5"'
+        " (08:00 on weekdays); empty: no schedule.",
+    )
+
+    def __init__(self, *args: Any, parameters: list[TemplateParameter], **kwargs: Any) -> None:
+        super().__init__(*args, prefix="schedule", **kwargs)
+        self.parameters = parameters
+        for param in parameters:
+            self.fields[_field(param.name)] = _parameter_field(param)
+
+    def values(self) -> dict[str, str]:
+        return {p.name: self.cleaned_data.get(_field(p.name)) or "" for p in self.parameters}
+
+    def parameter_fields(self) -> list[forms.BoundField]:
+        return [self[_field(p.name)] for p in self.parameters]
+
+
+def _schedule_form(template: PlanTemplate, parameters: list[TemplateParameter]) -> ScheduleForm:
+    initial = {"schedule": template.schedule}
+    initial.update({_field(n): v for n, v in template.schedule_values.items()})
+    return ScheduleForm(parameters=parameters, initial=initial)
+
+
+@login_required
+@require_POST
+def template_schedule_view(request: HttpRequest, template_id: int) -> HttpResponse:
+    template = template_get_owned(request.user, template_id)
+    latest = _version_of(template, None)
+    form = ScheduleForm(request.POST, parameters=version_spec(latest).parameters)
+    if form.is_valid():
+        try:
+            template_schedule_set(
+                template, request.user, form.cleaned_data["schedule"], form.values()
+            )
+        except ParameterError as exc:
+            for name, why in exc.problems.items():
+                field = _field(name)
+                form.add_error(field if field in form.fields else None, f"{name}: {why}")
+        except (PlanValidationError, TemplateRefused) as exc:
+            for problem in _problems(exc):
+                form.add_error(None, problem)
+        else:
+            done = f"runs {template.schedule}" if template.schedule else "has no schedule"
+            messages.success(request, f"{template.name} {done}.")
+            return redirect("template_detail", template_id=template.pk)
+    context = _detail_context(request, template, latest, schedule_form=form)
+    return render(request, "planner_ui/template_detail.html", context, status=400)

@@ -38,7 +38,7 @@ def test_save_a_plan_as_a_template_and_run_it_for_two_cities(
 
     for city in ("Lyon", "Oslo"):
         page.goto(f"{daphne_url}/templates/{template.pk}/")
-        page.get_by_label("City").fill(city)
+        page.locator("#id_param_city").fill(city)
         page.click("#run-template")
         # The planner is skipped: the filled plan waits for approval at once.
         expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)

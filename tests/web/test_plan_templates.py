@@ -310,3 +310,27 @@ def test_the_form_can_ask_the_planner_to_adapt_the_plan(client_alice, alice) -> 
     assert response["Location"] == reverse("run_detail", args=[run.pk])
     assert run.status == RunStatus.AWAITING_PLAN_APPROVAL
     assert "who = Ann" in run.proposals.get().note
+
+
+def test_the_schedule_is_set_on_the_page_with_its_values(client_alice, alice) -> None:
+    saved = template_save(
+        user=alice,
+        name="Mine",
+        task="Hi {who}",
+        plan={"steps": [{"id": "a", "title": "A", "instruction": "Hi {who}", "role": "writer"}]},
+    )
+    url = reverse("template_schedule", args=[saved.template_id])
+    bad = client_alice.post(url, {"schedule-schedule": "every 1 hour"})
+    assert bad.status_code == 400
+    assert "who: a value is required" in bad.content.decode()
+    bad = client_alice.post(url, {"schedule-schedule": "hourly", "schedule-param_who": "Ann"})
+    assert "Write &quot;every 30 minutes&quot;" in bad.content.decode()
+    ok = client_alice.post(url, {"schedule-schedule": "0 8 * * 1-5", "schedule-param_who": "Ann"})
+    assert ok.status_code == 302
+    template = PlanTemplate.objects.get()
+    assert (template.schedule, template.schedule_values) == ("0 8 * * 1-5", {"who": "Ann"})
+    page = client_alice.get(reverse("template_detail", args=[template.pk])).content.decode()
+    assert "Runs <strong>0 8 * * 1-5</strong>; next at" in page
+    assert 'name="schedule-param_who" value="Ann"' in page
+    client_alice.post(url, {"schedule-schedule": ""})
+    assert PlanTemplate.objects.get().next_run_at is None
