@@ -33,6 +33,7 @@ from planner_ui.services.templates import (
     template_run_by_trigger,
     template_save,
     template_save_from_run,
+    template_schedule_set,
     template_trigger_policy_set,
     template_webhook_clear,
     template_webhook_set,
@@ -62,6 +63,19 @@ class TriggerPolicy(Schema):
     auto_tools: list[str] = Field(default_factory=list, max_length=20)
 
 
+class ScheduleIn(Schema):
+    schedule: str = Field(
+        max_length=100,
+        description='"every 30 minutes", or a cron line in UTC ("0 8 * * 1-5"); "" for none.',
+    )
+    values: Values = Field(default_factory=dict, description="The values its runs get.")
+
+
+class ScheduleOut(ScheduleIn):
+    next_run_at: str | None
+    error: str = Field(description="Why its last run could not start; empty if it did.")
+
+
 class TemplateOut(Schema):
     template_id: int
     name: str
@@ -73,6 +87,7 @@ class TemplateOut(Schema):
     trigger_policy: TriggerPolicy = Field(
         description="What the runs its triggers start do with irreversible calls."
     )
+    schedule: ScheduleOut
     latest: TemplateVersionOut
     versions: list[int]
 
@@ -160,6 +175,12 @@ def _template_out(request: HttpRequest, template: PlanTemplate) -> dict[str, Any
         "trigger_policy": {
             "tool_policy": template.trigger_policy,
             "auto_tools": template.trigger_auto_tools,
+        },
+        "schedule": {
+            "schedule": template.schedule,
+            "values": template.schedule_values,
+            "next_run_at": template.next_run_at.isoformat() if template.next_run_at else None,
+            "error": template.schedule_error,
         },
         "latest": _version_out(versions[-1]),
         "versions": [v.number for v in versions],
@@ -293,6 +314,17 @@ def webhook_set(request: HttpRequest, template_id: int) -> Status:
 def trigger_policy(request: HttpRequest, template_id: int, payload: TriggerPolicy) -> Any:
     template = template_get_owned(request.user, template_id)
     template_trigger_policy_set(template, request.user, payload.tool_policy, payload.auto_tools)
+    return _template_out(request, template)
+
+
+@router.put(
+    "/templates/{template_id}/schedule",
+    response=TemplateOut,
+    summary="Run the template on a schedule with these values (or stop)",
+)
+def schedule(request: HttpRequest, template_id: int, payload: ScheduleIn) -> Any:
+    template = template_get_owned(request.user, template_id)
+    template_schedule_set(template, request.user, payload.schedule, payload.values)
     return _template_out(request, template)
 
 

@@ -188,3 +188,23 @@ def test_the_trigger_policy_is_set_over_the_api(alice_api, weather) -> None:
     bad = alice_api.put(url, {"tool_policy": "yolo"}, content_type="application/json")
     assert bad.status_code == 422
     assert bad.json()["detail"][0]["msg"].startswith("Unknown policy 'yolo'")
+
+
+def test_the_schedule_is_set_over_the_api(alice_api, weather) -> None:
+    url = f"/api/v1/templates/{weather['template_id']}/schedule"
+    body = {"schedule": "every 2 hours", "values": {"city": "Rome"}}
+    response = alice_api.put(url, body, content_type="application/json")
+    assert response.status_code == 200
+    schedule = response.json()["schedule"]
+    assert (schedule["schedule"], schedule["values"], schedule["error"]) == (
+        "every 2 hours",
+        {"city": "Rome"},
+        "",
+    )
+    assert schedule["next_run_at"]
+    bad = alice_api.put(url, {"schedule": "every 2 hours"}, content_type="application/json")
+    assert bad.status_code == 422
+    assert bad.json()["detail"][0]["loc"] == ["body", "values", "city"]
+    bad = alice_api.put(url, {"schedule": "often"}, content_type="application/json")
+    assert bad.status_code == 422
+    assert bad.json()["detail"][0]["loc"] == ["body", "payload", "schedule"]
