@@ -437,7 +437,8 @@ AGENTSITE_WORKER_ALIVE_S = float(os.environ.get("AGENTSITE_WORKER_ALIVE_S", "30"
 # lost (planner_ui.services.sweeper), one per period across the fleet; Celery beat, optional,
 # may ask for it too, from any number of processes.
 # How often beat looks for templates whose schedule is due (services.templates): a schedule
-# fires within this many seconds of its time.
+# fires within this many seconds of its time. Without beat, the workers' sweep timer looks
+# (services.sweeper), within AGENTSITE_SWEEP_S.
 AGENTSITE_SCHEDULE_TICK_S = float(os.environ.get("AGENTSITE_SCHEDULE_TICK_S", "5"))
 CELERY_BEAT_SCHEDULE = {
     "sweep": {"task": "planner_ui.tasks.sweep", "schedule": AGENTSITE_SWEEP_S},

@@ -1,5 +1,6 @@
 """The sweep on a timer in every worker: no single process, such as Celery beat, has to live for
-a dead worker's step to be taken over or a lost message sent again. With the worker and beat
+a dead worker's step to be taken over or a lost message sent again (nor for a template's
+schedule to fire). With the worker and beat
 lost together, beat's sweep alone left a step to the broker's visibility timeout (642 s).
 
 Each worker's main process asks every AGENTSITE_SWEEP_S, a little earlier or later each time
@@ -17,6 +18,7 @@ from django.conf import settings
 from django.db import connections
 
 from .sweep import sweep
+from .templates import template_schedules_due
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,10 @@ class Sweeper(threading.Thread):
                 done = [f"{kind.replace('_', ' ')} {n}" for kind, n in swept.items() if n]
                 if done:  # as beat's sweep says it in the worker's log (agentsite.worker_log)
                     log.info("sweep: %s", ", ".join(done))
+                # Templates' schedules too, for installations without beat (compose, make run):
+                # each due run is claimed in the database, so the fleet starts it once.
+                if started := template_schedules_due():
+                    log.info("scheduled templates: %d run(s) started", started)
             except Exception:  # the database or Redis is away: the next period tries again
                 log.warning("the sweep failed", exc_info=True)
             finally:

@@ -32,3 +32,27 @@ def test_a_worker_s_sweeper_hands_a_silent_step_out_again(make_user, settings):
         sweeper.stop()
     assert queued() == [("execute_step", (run.pk, "lost"), {"takeover": True})]
     assert Sweep.objects.get().swept_by == "w2@host"
+
+
+def test_a_worker_s_sweeper_starts_a_template_s_scheduled_run(make_user, settings):
+    """With no beat at all (compose, `make run`): the schedule still fires, from a worker."""
+    from planner_ui.models import PlanTemplate
+    from planner_ui.services.templates import template_save, template_schedule_set
+
+    settings.AGENTSITE_SWEEP_S = 0.2
+    owner = make_user()
+    plan = {"steps": [{"id": "a", "title": "A", "instruction": "Hi {who}", "role": "writer"}]}
+    saved = template_save(user=owner, name="Hi", task="Hi {who}", plan=plan)
+    template_schedule_set(saved.template, owner, "every 1 hour", {"who": "Ann"})
+    PlanTemplate.objects.update(next_run_at=timezone.now())
+    sweeper = sweeper_start("w2@host")
+    try:
+        wait_until(
+            lambda: Run.objects.filter(template_version=saved).exists(),
+            timeout=10,
+            what="the scheduled run",
+        )
+    finally:
+        sweeper.stop()
+    run = Run.objects.get(template_version=saved)
+    assert (run.task, run.template_trigger) == ("Hi Ann", Run.Trigger.SCHEDULE)
