@@ -349,7 +349,8 @@ def template_schedule_set(
 
 def template_schedules_due(now: datetime | None = None) -> int:
     """Start a run of every template whose schedule is due; how many started. Asked for by
-    Celery beat every AGENTSITE_SCHEDULE_TICK_S (tasks.template_schedules). Each due run is
+    Celery beat every AGENTSITE_SCHEDULE_TICK_S (tasks.template_schedules) and by every
+    worker's sweep timer (services.sweeper), for installations without beat. Each due run is
     claimed by moving next_run_at on with a conditional UPDATE, in the same transaction as the
     run: a beat restarted, or two beats, never start one twice, and a claim whose process died
     before committing is taken again. Runs missed while nothing ran are not made up: the next
