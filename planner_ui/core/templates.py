@@ -51,12 +51,16 @@ class TemplateParameter(BaseModel):
 
     name: str = Field(pattern=PARAMETER_NAME_PATTERN, description="As in {name}.")
     type: ParameterType = "text"
-    label: str = Field("", max_length=120, description="What the form asks; the name if empty.")
-    default: str | None = Field(None, max_length=MAX_VALUE_CHARS)
-    pattern: str = Field("", max_length=200, description="Text: a regular expression to match.")
-    minimum: float | None = Field(None, allow_inf_nan=False)
-    maximum: float | None = Field(None, allow_inf_nan=False)
-    max_length: int = Field(DEFAULT_MAX_LENGTH, ge=1, le=MAX_VALUE_CHARS)
+    label: str = Field(
+        default="", max_length=120, description="What the form asks; the name if empty."
+    )
+    default: str | None = Field(default=None, max_length=MAX_VALUE_CHARS)
+    pattern: str = Field(
+        default="", max_length=200, description="Text: a regular expression to match."
+    )
+    minimum: float | None = Field(default=None, allow_inf_nan=False)
+    maximum: float | None = Field(default=None, allow_inf_nan=False)
+    max_length: int = Field(default=DEFAULT_MAX_LENGTH, ge=1, le=MAX_VALUE_CHARS)
     choices: list[str] = Field(default_factory=list, max_length=50)
 
     @property
@@ -94,7 +98,7 @@ class ParameterError(AgentError):
             "; ".join(f"{name}: {why}" if name else why for name, why in problems.items())
         )
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[ParameterError], tuple[dict[str, str]]]:
         return (type(self), (self.problems,))
 
 

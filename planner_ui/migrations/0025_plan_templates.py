@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('planner_ui', '0023_sweep'),
+        ('planner_ui', '0024_evaluations'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
