@@ -110,6 +110,7 @@ KNOWN_LATE_CIRCLES = {
     ("planner_ui.tasks", "planner_ui.services.runs"): "sent by the scheduler (plan_run)",
     ("planner_ui.tasks", "planner_ui.services.steps"): "sent by the scheduler (execute_step)",
     ("planner_ui.tasks", "planner_ui.services.sweep"): "the sweep sends the tasks itself",
+    ("planner_ui.tasks", "planner_ui.services.templates"): "a schedule starts runs, which send",
 }
 
 
