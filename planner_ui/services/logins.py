@@ -37,9 +37,11 @@ def _logged_out(sender: Any, request: HttpRequest, user: Any, **_: Any) -> None:
     logins_changed(user.pk)
 
 
-def _user_saved(sender: Any, instance: Any, update_fields: Any = None, **_: Any) -> None:
-    # Every login saves last_login alone: that ends nothing.
-    if update_fields is not None and set(update_fields) <= {"last_login"}:
+def _user_saved(
+    sender: Any, instance: Any, created: bool = False, update_fields: Any = None, **_: Any
+) -> None:
+    # A new user has no sockets yet, and every login saves last_login alone: that ends nothing.
+    if created or (update_fields is not None and set(update_fields) <= {"last_login"}):
         return
     # A password or is_active change is what matters; any other save costs the user's few
     # sockets a reconnect, which is cheaper than remembering the old values to compare.
