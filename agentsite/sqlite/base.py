@@ -33,10 +33,19 @@ class DatabaseWrapper(base.DatabaseWrapper):
         # The file holds every password hash and token digest: made 0600 before SQLite makes
         # it with the umask's mode, and tightened if an older install left it looser. SQLite
         # gives its -wal and -shm files the database's mode; older ones are tightened too.
+        #
+        # Never by opening the file when it exists: closing any descriptor of a file drops every
+        # POSIX lock this process holds on it, so the other connections of this process (a
+        # server's threads) lost their SQLite locks each time one more was opened, and another
+        # process checkpointed or wrote under them ("disk I/O error", "database disk image is
+        # malformed"). stat and chmod take no descriptor.
         if self._lock_path() is not None:
             database = Path(self.settings_dict["NAME"])
             if database.parent.is_dir():
-                private_file(database)
+                if database.exists():
+                    tighten(database, PRIVATE_FILE)
+                else:
+                    private_file(database)  # no connection can be open on a file not there
                 for companion in ("-wal", "-shm"):
                     tighten(Path(f"{database}{companion}"), PRIVATE_FILE)
         return super().get_new_connection(conn_params)
