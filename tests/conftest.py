@@ -123,8 +123,12 @@ def celery_worker_process(
     log_path = settings.VAR_DIR / "worker-test.log"
     with django_db_blocker.unblock():
         # Tools may reach the test's own local servers (receivers of http_post, pages to fetch).
+        # Beat looks for due scheduled templates every second: a run is then at most about a
+        # second late, and the schedule test can tell a duplicate from a late run.
         env = child_env(
-            AGENTSITE_OFFLINE_LATENCY_S=OFFLINE_LATENCY_S, AGENTSITE_TOOL_NET_ALLOW="127.0.0.1"
+            AGENTSITE_OFFLINE_LATENCY_S=OFFLINE_LATENCY_S,
+            AGENTSITE_TOOL_NET_ALLOW="127.0.0.1",
+            AGENTSITE_SCHEDULE_TICK_S="1",
         )
     proc = embedded.start_worker(
         env=env, concurrency=4, hostname="testworker@%h", log_path=log_path, beat=True

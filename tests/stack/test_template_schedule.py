@@ -34,7 +34,7 @@ def test_scheduled_runs_come_on_time_without_duplicates(celery_worker_process, m
     # A second beat beside the worker's own: each due run is still started once.
     logs = settings.VAR_DIR / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    env = child_env()
+    env = child_env(AGENTSITE_SCHEDULE_TICK_S="1")  # as the session worker's beat
     beat = embedded.start_beat(env=env, log_path=logs / "beat-schedule.log", cwd=tmp_path)
     try:
         wait_until(lambda: runs.count() >= 1, timeout=30, what="the first scheduled run")
@@ -48,10 +48,12 @@ def test_scheduled_runs_come_on_time_without_duplicates(celery_worker_process, m
         embedded.stop_processes([beat])
 
     made = sorted(runs, key=lambda r: r.created_at)
-    # Never more than one run per period: a duplicate would come a moment after another.
+    # Never more than one run per period: a duplicate would come a moment after another. A
+    # run may start up to a beat's tick (1 s) late, or more on a loaded machine, and the next
+    # on time: the gaps are about a period, and never near none.
     assert len(made) <= 2 + elapsed / EVERY_S
     gaps = [(b.created_at - a.created_at) for a, b in zip(made, made[1:], strict=False)]
-    assert all(gap >= timedelta(seconds=EVERY_S - 1) for gap in gaps), gaps
+    assert all(gap >= timedelta(seconds=EVERY_S / 2) for gap in gaps), gaps
     assert {r.template_trigger for r in made} == {Run.Trigger.SCHEDULE}
     assert {r.status for r in made} == {RunStatus.AWAITING_PLAN_APPROVAL}
     assert {r.task for r in made} == {"Weather in Oslo"}
