@@ -452,6 +452,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # person, "off" fails the run; at most this many re-plans per run.
 AGENTSITE_REPLAN_MODE = os.environ.get("AGENTSITE_REPLAN_MODE", "auto")
 AGENTSITE_MAX_REPLANS = int(os.environ.get("AGENTSITE_MAX_REPLANS", "2"))
+# How many of the closest past plans (the plan library, the person's own runs that succeeded)
+# the planner is given as examples for a new task; 0 gives none.
+AGENTSITE_PLAN_EXAMPLES = int(os.environ.get("AGENTSITE_PLAN_EXAMPLES", "2"))
 # The single-agent baseline's model calls before it gives up.
 AGENTSITE_BASELINE_MAX_ITERATIONS = int(os.environ.get("AGENTSITE_BASELINE_MAX_ITERATIONS", "24"))
 AGENTSITE_MAX_STEP_ITERATIONS = int(os.environ.get("AGENTSITE_MAX_STEP_ITERATIONS", "8"))

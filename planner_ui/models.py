@@ -145,6 +145,9 @@ class Run(models.Model):
 
     # What started it from its template: each trigger's runs are told apart under it.
     template_trigger = models.CharField(max_length=8, choices=Trigger.choices, blank=True)
+    # The past plans the planner was given as examples (selectors.search.plan_examples_for),
+    # each {"kind": "run" | "template", "id", "number", "title"}: the run page names them.
+    plan_examples = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -906,3 +909,42 @@ class PlanTemplateVersion(models.Model):
         if self.pk is not None:
             raise ValueError("template versions are immutable; create a new version instead")
         super().save(*args, **kwargs)
+
+
+class SearchDocument(models.Model):
+    """What full-text search finds a run or a template by (core.search), one row each, written
+    by services.search when a run is created and ends and when a template is saved or shared.
+    `summary` is the task and plan (close plans are matched on it), `content` the outputs and
+    deliverable (the history's search looks in both).
+
+    On SQLite the FTS5 table planner_ui_search_fts mirrors these rows through triggers, and on
+    PostgreSQL a GIN index covers their tsvector (migration 0026): a rebuild of this table by a
+    later migration on SQLite drops those triggers, so such a migration must make them again."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    run = models.OneToOneField(
+        Run, null=True, blank=True, on_delete=models.CASCADE, related_name="search_document"
+    )
+    template = models.OneToOneField(
+        PlanTemplate,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="search_document",
+    )
+    # A template's: whether every user may see it (as PlanTemplate.shared).
+    shared = models.BooleanField(default=False)
+    summary = models.TextField(blank=True)
+    content = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(run__isnull=True) ^ models.Q(template__isnull=True),
+                name="search_document_of_one_thing",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"search document of {'run ' + str(self.run_id) if self.run_id else self.template}"

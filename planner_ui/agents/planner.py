@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,13 +42,16 @@ def make_plan(
     *,
     max_attempts: int = 2,
     first_message: str | None = None,
+    examples: Sequence[tuple[str, str, str]] = (),
 ) -> PlanningResult:
     """Ask for a plan; if it fails validation, ask once more with the errors. Never guesses.
 
     A valid plan whose steps are not granted the tools their instructions name is also asked
-    about once; the answer is taken if it is valid, else the first plan stands."""
+    about once; the answer is taken if it is valid, else the first plan stands.
+
+    `examples` are past plans for similar tasks, (source, task, plan JSON), given as data."""
     known = {spec.name for spec in tools}
-    content = first_message or planner_message(task, tools)
+    content = first_message or planner_message(task, tools, examples=examples)
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
     attempts: list[PlanAttempt] = []
     model = provider.label

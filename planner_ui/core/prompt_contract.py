@@ -26,6 +26,10 @@ class Block(StrEnum):
     # What an MCP server says of its own tools: the planner's list of them, and one tool's.
     TOOL_DESCRIPTIONS = "tool_descriptions"
     TOOL_DESCRIPTION = "tool_description"
+    # Plans that worked for similar tasks before (the plan library, the person's past runs),
+    # given to the planner as examples: one past_plan block each, inside past_plans.
+    PAST_PLANS = "past_plans"
+    PAST_PLAN = "past_plan"
 
 
 # A reply whose first line starts with this marks the step failed, so the plan is revised.
@@ -100,6 +104,15 @@ def tool_description_block(tool: str, text: str) -> str:
     return (
         f'<{Block.TOOL_DESCRIPTION} tool="{html.escape(tool)}">\n'
         f"{html.escape(text, quote=False)}\n</{Block.TOOL_DESCRIPTION}>"
+    )
+
+
+def past_plan_block(source: str, task: str, plan_json: str) -> str:
+    """A past plan and the task it was made for, escaped: an example, data like the rest."""
+    body = f"Task: {task}\nPlan: {plan_json}"
+    return (
+        f'<{Block.PAST_PLAN} source="{html.escape(source)}">\n'
+        f"{html.escape(body, quote=False)}\n</{Block.PAST_PLAN}>"
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from planner_ui.core.routing import RouteError
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
 from planner_ui.models import PlanVersion, Run
+from planner_ui.selectors.search import PlanExample, plan_examples_for
 from planner_ui.selectors.tools import tools_for_run, tools_for_user
 from planner_ui.tools import Tool
 
@@ -28,6 +30,7 @@ from .events import event_append
 from .plans import materialize_steps
 from .providers import routes_for_run, run_provider
 from .scheduler import dispatch_ready, plan_enqueue, run_end, run_fail, run_finish_if_done
+from .search import search_index_run
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
     fields = run_fields(owner, options)
     with transaction.atomic():
         run = Run.objects.create(owner=owner, **fields)
+        search_index_run(run, steps=[])
         event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
         plan_enqueue(run)
     return run
@@ -147,10 +151,13 @@ def run_plan(run_id: int) -> None:
     run = Run.objects.get(pk=run_id)
     if run.status != RunStatus.PLANNING or run.plan_versions.exists():
         return  # a redelivered task: planning already happened
+    examples = plan_examples_for(
+        run.owner, run.task, limit=settings.AGENTSITE_PLAN_EXAMPLES, exclude_run_id=run.pk
+    )
     try:
         provider = run_provider(run, "planner")
         specs = [tool.spec() for tool in tools_for_run(run).values()]
-        result = make_plan(provider, run.task, specs)
+        result = make_plan(provider, run.task, specs, examples=_for_prompt(examples))
     except RunStopped:
         return  # the run failed with the reason already (its budget)
     except AgentError as exc:
@@ -166,6 +173,7 @@ def run_plan(run_id: int) -> None:
         if run.status != RunStatus.PLANNING:
             return  # stopped while the planner worked (its budget spent)
         run.planner_model = result.model
+        run.plan_examples = [example.as_record() for example in examples]
         if result.plan is None:
             run.save()
             errors = "; ".join(result.errors)
@@ -194,6 +202,13 @@ def run_plan(run_id: int) -> None:
         event_append(run_id, EventType.RUN_STATUS, {"status": run.status})
     if run.auto_approve:
         run_approve_plan(run_id)
+
+
+def _for_prompt(examples: Sequence[PlanExample]) -> list[tuple[str, str, str]]:
+    return [
+        (example.label, example.task, json.dumps(example.plan, ensure_ascii=False))
+        for example in examples
+    ]
 
 
 def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:

@@ -32,6 +32,7 @@ from .broadcast import after_commit
 from .events import event_append, events_append, owner_notify
 from .handover import send_again
 from .outcomes import run_outcome_set
+from .search import search_index_run
 
 # --- handing work to the workers -------------------------------------------------------------
 
@@ -305,6 +306,7 @@ def run_finish_if_done(run: Run) -> None:
         run.result = last.output if last else ""
     run_outcome_set(run, steps)
     run.save()
+    search_index_run(run, steps)
     event_append(run.pk, "run.status", _status_payload(run))
     _experiment_tell(run)
 
@@ -346,6 +348,7 @@ def run_end(run: Run, status: RunStatus, reason: str) -> None:
         error=f"not run: {reason}",
     )
     approvals_withdraw(run.pk, reason)
+    search_index_run(run)
     event_append(run.pk, "run.status", _status_payload(run))
     _experiment_tell(run)
 

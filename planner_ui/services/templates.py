@@ -39,6 +39,7 @@ from .events import event_append
 from .plans import materialize_steps
 from .proposals import MAX_NOTE_CHARS, proposal_request
 from .runs import policy_for, run_approve_plan, run_fields
+from .search import search_index_run, search_index_template
 
 MAX_NAME_CHARS = 100
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ def template_save(
                 template.description = description.strip()
             template.save()
             last = template.versions.order_by("-number").first()
-            return PlanTemplateVersion.objects.create(
+            version = PlanTemplateVersion.objects.create(
                 template=template,
                 number=(last.number + 1) if last else 1,
                 task=spec.task,
@@ -98,6 +99,8 @@ def template_save(
                 source_plan=source_plan,
                 created_by=user,
             )
+            search_index_template(template)
+            return version
     except IntegrityError:  # pragma: no cover - two first saves of one name at once
         raise TemplateRefused(
             "Another save of this template was made at the same time: save again.", field="name"
@@ -152,6 +155,7 @@ def template_share(template: PlanTemplate, user: AbstractBaseUser, shared: bool)
         raise TemplateRefused("Only staff share templates with everyone.", field="shared")
     template.shared = shared
     template.save(update_fields=["shared", "updated_at"])
+    search_index_template(template)
     return template
 
 
@@ -209,6 +213,7 @@ def template_run(
             note=f"from {label}",
         )
         materialize_steps(run, filled.plan)
+        search_index_run(run, steps=[])
         event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
         event_append(
             run.pk,

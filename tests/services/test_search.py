@@ -1,0 +1,129 @@
+"""Learning from the past: the closest past plans a person may see are found by full-text search
+(FTS5 on SQLite, tsvector on PostgreSQL: marked `database`, so both run) and given to the
+planner as examples; the history's search finds runs by their task, outputs and deliverable."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner_ui.core.run_options import RunOptions
+from planner_ui.core.status import RunStatus
+from planner_ui.models import Run, SearchDocument
+from planner_ui.providers.scripted import script
+from planner_ui.selectors.search import matching, plan_examples_for
+from planner_ui.services.runs import run_approve_plan, run_create, run_plan
+from planner_ui.services.templates import template_save_from_run, template_share
+
+from .test_runs import drive, planned
+
+pytestmark = [pytest.mark.database, pytest.mark.django_db]
+
+PAST = "Research the weather in Paris, then write a short summary"
+SIMILAR = "Research the weather in Lyon and write a short summary for the team"
+UNRELATED = "Compute the compound interest on 1000 EUR at 5 percent over ten years"
+
+PLAN = {
+    "goal": "Answer",
+    "steps": [
+        {
+            "id": "answer",
+            "title": "Answer",
+            "instruction": "Answer the task.",
+            "role": "writer",
+            "tools": [],
+            "depends_on": [],
+        }
+    ],
+}
+
+
+def finished(user, task: str = PAST) -> Run:
+    run = planned(user, task)
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    return run
+
+
+def planner_prompt(user, task: str, name: str) -> tuple[str, Run]:
+    """Plan `task` with a scripted planner; what it was sent, and the run."""
+    planner = script(name).plan(PLAN)
+    routes = {"planner": f"scripted:{name}"}
+    run = run_create(owner=user, options=RunOptions(task=task, routes=routes))
+    run_plan(run.pk)
+    run.refresh_from_db()
+    assert len(planner.requests) == 1
+    return planner.requests[0].messages[0]["content"], run
+
+
+def test_the_planner_is_given_the_closest_past_plan_and_none_for_an_unrelated_task(alice):
+    past = finished(alice)
+    step = past.steps.exclude(step_id="synthesis").first()
+
+    prompt, run = planner_prompt(alice, SIMILAR, "similar")
+    assert "<past_plans>" in prompt
+    assert f'<past_plan source="run {past.pk} ' in prompt
+    assert f"Task: {PAST}" in prompt
+    assert step.title in prompt
+    # The examples come after the task, so the task block is the first and stays the task.
+    assert prompt.index("<task>") < prompt.index("<past_plans>")
+    assert run.plan_examples == [{"kind": "run", "id": past.pk, "number": 1, "title": PAST}]
+
+    prompt, run = planner_prompt(alice, UNRELATED, "unrelated")
+    assert "past_plan" not in prompt
+    assert run.plan_examples == []
+
+
+def test_another_persons_runs_are_never_examples_but_their_shared_templates_are(alice, make_user):
+    bob = make_user("bob")
+    theirs = finished(bob)
+    assert plan_examples_for(alice, SIMILAR) == []
+
+    saved = template_save_from_run(
+        user=bob,
+        version=theirs.plan_versions.get(number=1),
+        name="Weather digest",
+        replace=[("Paris", "city")],
+    )
+    assert plan_examples_for(alice, SIMILAR) == []  # not shared yet
+    staff = make_user("staff")
+    staff.is_staff = True
+    staff.save()
+    template_share(saved.template, staff, True)
+
+    [example] = plan_examples_for(alice, SIMILAR)
+    assert (example.kind, example.id, example.number) == ("template", saved.template.pk, 1)
+    assert example.task == "Research the weather in {city}, then write a short summary"
+    assert [e.kind for e in plan_examples_for(bob, SIMILAR)] == ["template", "run"] or [
+        e.kind for e in plan_examples_for(bob, SIMILAR)
+    ] == ["run", "template"]
+
+
+def test_only_runs_that_succeeded_are_examples(alice):
+    run = planned(alice, PAST)
+    assert SearchDocument.objects.filter(run=run).exists()  # indexed from its creation
+    assert plan_examples_for(alice, SIMILAR) == []
+    run_approve_plan(run.pk)
+    drive(run)
+    assert [e.id for e in plan_examples_for(alice, SIMILAR)] == [run.pk]
+
+
+def test_a_task_of_query_syntax_is_words_on_either_database(alice):
+    finished(alice)
+    for task in ['weather" OR "x', "weather: NEAR(summary", "weather & summary | !x:*", "'"]:
+        plan_examples_for(alice, task)  # no syntax error from the database
+
+
+def test_the_index_follows_a_run_to_its_end_and_goes_with_it(alice):
+    run = finished(alice)
+    document = SearchDocument.objects.get(run=run)
+    assert run.result and run.result[:40] in document.content
+    documents = SearchDocument.objects.filter(owner=alice)
+    term = next(w for w in run.result.lower().split() if w.isalpha() and len(w) > 5)
+    assert list(matching(documents, [term], match_all=True).values_list("run", flat=True)) == [
+        run.pk
+    ]
+    # As prune_runs deletes: the run's approved plan is a protected reference to its own.
+    Run.objects.filter(pk=run.pk).update(approved_plan=None)
+    Run.objects.filter(pk=run.pk).delete()
+    assert not matching(SearchDocument.objects.all(), [term], match_all=True).exists()
