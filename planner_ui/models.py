@@ -148,6 +148,11 @@ class Run(models.Model):
     # The past plans the planner was given as examples (selectors.search.plan_examples_for),
     # each {"kind": "run" | "template", "id", "number", "title"}: the run page names them.
     plan_examples = models.JSONField(default=list, blank=True)
+    # Set on a run started from a past run's plan ("start from …" on the task form): the planner
+    # did not plan it, that run's plan is its first version.
+    started_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

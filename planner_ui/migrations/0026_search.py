@@ -74,7 +74,7 @@ def index_what_there_is(apps, schema_editor):
             owner_id=template.owner_id,
             template=template,
             shared=template.shared,
-            summary=plan_text(f"{template.name}\n{template.description}\n{latest.task}", latest.plan),
+            summary=plan_text("\n".join(t for t in (template.name, template.description, latest.task) if t), latest.plan),
         )
 
 
@@ -90,6 +90,11 @@ class Migration(migrations.Migration):
             model_name='run',
             name='plan_examples',
             field=models.JSONField(blank=True, default=list),
+        ),
+        migrations.AddField(
+            model_name='run',
+            name='started_from',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='planner_ui.run'),
         ),
         migrations.CreateModel(
             name='SearchDocument',

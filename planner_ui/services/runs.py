@@ -18,9 +18,11 @@ from planner_ui.core.effects import PolicyMode, ToolPolicy
 from planner_ui.core.errors import AgentError, InvalidTransition, PlanConflict, RunStopped
 from planner_ui.core.events import EventType
 from planner_ui.core.hosts import HostListError, hosts_in_text, parse_hosts
+from planner_ui.core.plan import Plan
 from planner_ui.core.routing import RouteError
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
+from planner_ui.core.validation import validate_plan
 from planner_ui.models import PlanVersion, Run
 from planner_ui.selectors.search import PlanExample, plan_examples_for
 from planner_ui.selectors.tools import tools_for_run, tools_for_user
@@ -60,6 +62,60 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
         search_index_run(run, steps=[])
         event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
         plan_enqueue(run)
+    return run
+
+
+def run_create_with_plan(
+    *, owner: AbstractBaseUser, options: RunOptions, plan: Plan, note: str, **fields: Any
+) -> Run:
+    """Create a run whose first plan version is `plan` (a person's choice: the planner is
+    skipped), waiting for approval like any plan. `fields` are more of the run's own (where it
+    came from). The caller approves it when the options say so, once its own work is done."""
+    with transaction.atomic():
+        run = Run.objects.create(
+            owner=owner,
+            **run_fields(owner, options),
+            status=RunStatus.AWAITING_PLAN_APPROVAL,
+            **fields,
+        )
+        version = PlanVersion.objects.create(
+            run=run, number=1, author=PlanVersion.Author.PERSON, plan=plan.model_dump(), note=note
+        )
+        materialize_steps(run, plan)
+        search_index_run(run, steps=[])
+        event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
+        event_append(
+            run.pk,
+            EventType.PLAN_VERSION,
+            {
+                "number": version.number,
+                "author": version.author,
+                "note": version.note,
+                "steps": len(plan.steps),
+            },
+        )
+    return run
+
+
+def run_start_from(*, owner: AbstractBaseUser, options: RunOptions, source: Run) -> Run:
+    """A run of the person's task that starts from the plan a past run of theirs ran (its
+    approved version, else its latest), checked against the tools they have now: the plan
+    waits for their review, as a template's does. PlanValidationError if it no longer fits."""
+    if source.owner_id != owner.pk:
+        raise RunInputError("Start only from a run of your own.", field="start_from")
+    version = source.approved_plan or source.plan_versions.order_by("-number").first()
+    if version is None:
+        raise RunInputError(f"Run {source.pk} has no plan to start from.", field="start_from")
+    plan = validate_plan(version.plan, known_tools=sorted(tools_for_user(owner)))
+    run = run_create_with_plan(
+        owner=owner,
+        options=options,
+        plan=plan,
+        note=f"from run {source.pk}, plan v{version.number}",
+        started_from=source,
+    )
+    if run.auto_approve:
+        run = run_approve_plan(run.pk)
     return run
 
 

@@ -19,11 +19,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from planner_ui.core.errors import AgentError
-from planner_ui.core.events import EventType
 from planner_ui.core.plan import Plan
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.schedule import ScheduleError, parse_schedule
-from planner_ui.core.status import RunStatus
 from planner_ui.core.templates import (
     TemplateParameter,
     TemplateSpec,
@@ -35,11 +33,9 @@ from planner_ui.core.templates import (
 from planner_ui.models import PlanTemplate, PlanTemplateVersion, PlanVersion, Run
 from planner_ui.selectors.tools import tools_for_user
 
-from .events import event_append
-from .plans import materialize_steps
 from .proposals import MAX_NOTE_CHARS, proposal_request
-from .runs import policy_for, run_approve_plan, run_fields
-from .search import search_index_run, search_index_template
+from .runs import policy_for, run_approve_plan, run_create_with_plan
+from .search import search_index_template
 
 MAX_NAME_CHARS = 100
 log = logging.getLogger(__name__)
@@ -194,36 +190,16 @@ def template_run(
     then never approved on its own."""
     filled = template_fill(version_spec(version), values, known_tools=sorted(tools_for_user(user)))
     options = (options or RunOptions(task="")).model_copy(update={"task": filled.task})
-    fields = run_fields(user, options)
     label = f"template {version.template.name} v{version.number}"
     with transaction.atomic():
-        run = Run.objects.create(
+        run = run_create_with_plan(
             owner=user,
-            **fields,
-            status=RunStatus.AWAITING_PLAN_APPROVAL,
+            options=options,
+            plan=filled.plan,
+            note=f"from {label}",
             template_version=version,
             template_values=filled.values,
             template_trigger=trigger,
-        )
-        plan_version = PlanVersion.objects.create(
-            run=run,
-            number=1,
-            author=PlanVersion.Author.PERSON,
-            plan=filled.plan.model_dump(),
-            note=f"from {label}",
-        )
-        materialize_steps(run, filled.plan)
-        search_index_run(run, steps=[])
-        event_append(run.pk, EventType.RUN_STATUS, {"status": run.status})
-        event_append(
-            run.pk,
-            EventType.PLAN_VERSION,
-            {
-                "number": plan_version.number,
-                "author": plan_version.author,
-                "note": plan_version.note,
-                "steps": len(filled.plan.steps),
-            },
         )
         if adapt:
             proposal_request(run_id=run.pk, base_version=1, note=_adapt_note(filled.values))

@@ -30,7 +30,7 @@ from planner_ui.core.bounds import (
 from planner_ui.core.diff import plan_diff
 from planner_ui.core.edits import DependentsPolicy
 from planner_ui.core.effects import PolicyMode
-from planner_ui.core.errors import InvalidTransition
+from planner_ui.core.errors import InvalidTransition, PlanValidationError
 from planner_ui.core.hosts import (
     MAX_ALLOWED_HOSTS,
     MAX_HOST_ENTRY_CHARS,
@@ -62,12 +62,13 @@ from planner_ui.selectors.runs import (
     run_list_for_user,
     tool_calls_by_step,
 )
+from planner_ui.selectors.search import plan_examples_for
 from planner_ui.selectors.timeline import run_timeline, runs_timing
 from planner_ui.selectors.tools import tools_for_run, tools_for_user
 from planner_ui.selectors.usage import model_suggestions, run_usage
 from planner_ui.services.plans import PlanConflict
 from planner_ui.services.providers import routes_for_run
-from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
+from planner_ui.services.runs import RunInputError, run_approve_plan, run_create, run_start_from
 from planner_ui.tools import COMMANDS, REGISTRY, Tool
 
 RUNS_PER_PAGE = 20
@@ -245,9 +246,15 @@ def _route_field(part: str) -> str:
     return "route_" + part.replace(":", "_")
 
 
+# The closest past plans offered on the task form as it is typed.
+SUGGESTIONS = 3
+
+
 def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
+    task = str(form.data.get("task", ""))[: settings.AGENTSITE_MAX_TASK_CHARS]
     return {
         "form": form,
+        "suggestions": plan_examples_for(user, task, limit=SUGGESTIONS) if task else [],
         "recent": (recent := list(run_list_for_user(user)[:5])),
         "active_s": _active_seconds(recent),
         "providers": provider_status(staff=user.is_staff),
@@ -278,6 +285,33 @@ def run_new_hosts(request: HttpRequest) -> HttpResponse:
         shown = filled = ", ".join(hosts_in_text(task))
     form = AllowedHostsFields(initial={"allowed_hosts": shown, "allowed_hosts_auto": filled})
     return render(request, "planner_ui/_allowed_hosts_field.html", {"form": form})
+
+
+@login_required
+@require_POST
+def run_new_similar(request: HttpRequest) -> HttpResponse:
+    """The past plans closest to the task as typed so far, to start from (htmx swaps them in
+    under the task): the templates the person may see and their own runs that succeeded."""
+    task = request.POST.get("task", "")[: settings.AGENTSITE_MAX_TASK_CHARS]
+    suggestions = plan_examples_for(request.user, task, limit=SUGGESTIONS)
+    return render(request, "planner_ui/_plan_suggestions.html", {"suggestions": suggestions})
+
+
+@login_required
+@require_POST
+def run_new_from(request: HttpRequest, run_id: int) -> HttpResponse:
+    """The task form, submitted to start from the plan of the person's run `run_id`: the run
+    is made with that plan as its first version, for review, and the planner is skipped."""
+    source = run_get_for_user(request.user, run_id)
+    form = TaskForm(request.POST, user=request.user)
+    if form.is_valid():
+        try:
+            run = run_start_from(owner=request.user, options=form.options(), source=source)
+        except (RunInputError, PlanValidationError) as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("run_detail", run_id=run.pk)
+    return render(request, "planner_ui/home.html", _form_context(form, request.user), status=400)
 
 
 @login_required

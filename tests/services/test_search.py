@@ -11,7 +11,13 @@ from planner_ui.core.status import RunStatus
 from planner_ui.models import Run, SearchDocument
 from planner_ui.providers.scripted import script
 from planner_ui.selectors.search import matching, plan_examples_for
-from planner_ui.services.runs import run_approve_plan, run_create, run_plan
+from planner_ui.services.runs import (
+    RunInputError,
+    run_approve_plan,
+    run_create,
+    run_plan,
+    run_start_from,
+)
 from planner_ui.services.templates import template_save_from_run, template_share
 
 from .test_runs import drive, planned
@@ -127,3 +133,18 @@ def test_the_index_follows_a_run_to_its_end_and_goes_with_it(alice):
     Run.objects.filter(pk=run.pk).update(approved_plan=None)
     Run.objects.filter(pk=run.pk).delete()
     assert not matching(SearchDocument.objects.all(), [term], match_all=True).exists()
+
+
+def test_a_run_starts_from_a_past_runs_plan_for_review_and_only_from_ones_own(alice, make_user):
+    past = finished(alice)
+    run = run_start_from(owner=alice, options=RunOptions(task=SIMILAR), source=past)
+
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL and run.started_from == past
+    version = run.plan_versions.get()
+    assert version.plan == past.approved_plan.plan
+    assert version.note == f"from run {past.pk}, plan v1"
+    assert run.planner_model == "" and run.calls.count() == 0
+    assert SearchDocument.objects.filter(run=run).exists()
+
+    with pytest.raises(RunInputError, match="Start only from a run of your own."):
+        run_start_from(owner=make_user("bob"), options=RunOptions(task=SIMILAR), source=past)
