@@ -5,6 +5,7 @@ pages, so the two cannot drift apart."""
 # No `from __future__ import annotations`: ninja's pagination builds its query model from the
 # view's annotations outside this module, where a string like "OutcomeFilter" means nothing.
 import dataclasses
+from datetime import date
 from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest
@@ -15,9 +16,15 @@ from pydantic import Field
 from planner_ui.core.bounds import Count
 from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.run_options import RunOptions
+from planner_ui.core.status import RunStatus
 from planner_ui.selectors.report import run_report
 from planner_ui.selectors.run_json import run_json
-from planner_ui.selectors.runs import events_after, run_get_for_user, run_list_for_user
+from planner_ui.selectors.runs import (
+    RunFilters,
+    events_after,
+    run_get_for_user,
+    run_list_for_user,
+)
 from planner_ui.selectors.usage import run_usage
 from planner_ui.services.retries import run_fork, step_retry
 from planner_ui.services.runs import run_cancel, run_create, run_pause, run_resume
@@ -43,7 +50,36 @@ OutcomeFilter = Annotated[
 
 @router.get("/runs", response=list[RunSummary], summary="Your runs, newest first")
 @paginate(LimitOffsetPagination)
-def runs(request: HttpRequest, outcome: OutcomeFilter = None) -> Any:
+def runs(
+    request: HttpRequest,
+    outcome: OutcomeFilter = None,
+    q: Annotated[
+        str,
+        Field(
+            max_length=200,
+            description="Words of the task, a step's output or the deliverable, each of them "
+            "(full-text; the last word also as the start of a longer one).",
+        ),
+    ] = "",
+    status: Annotated[RunStatus | None, Field(description="Only the runs in this status.")] = None,
+    template: Annotated[
+        int | None, Field(description="Only the runs from any version of this template.")
+    ] = None,
+    model: Annotated[
+        str, Field(max_length=200, description="Only the runs planned or executed by this model.")
+    ] = "",
+    since: Annotated[date | None, Field(description="Created on or after this day (UTC).")] = None,
+    until: Annotated[date | None, Field(description="Created on or before this day (UTC).")] = None,
+) -> Any:
+    filters = RunFilters(
+        q=q,
+        outcome=outcome or "",
+        status=status or "",
+        template=template,
+        model=model,
+        since=since,
+        until=until,
+    )
     return [
         {
             "run_id": run.pk,
@@ -53,8 +89,11 @@ def runs(request: HttpRequest, outcome: OutcomeFilter = None) -> Any:
             "outcome_reason": run.outcome_reason,
             "created_at": run.created_at,
             "cost_usd": str(run.cost_usd),
+            "template_id": run.template_version.template_id if run.template_version else None,
         }
-        for run in run_list_for_user(request.user, outcome or "")
+        for run in run_list_for_user(request.user, filters=filters).select_related(
+            "template_version"
+        )
     ]
 
 

@@ -59,6 +59,21 @@ OUTCOME_DESCRIPTION = (
 )
 
 
+class RunTemplateOut(Schema):
+    id: int | None = Field(description="The template's id; null once it was deleted.")
+    name: str
+    version: int | None = Field(description="The version the run was filled from.")
+    values: dict[str, str] = Field(description="The values its parameters were filled with.")
+    trigger: str = Field(description="What started it: form, api, webhook, command, schedule.")
+
+
+class PlanExampleOut(Schema):
+    kind: Literal["run", "template"]
+    id: int
+    number: int = Field(description="The run's plan version, or the template's version.")
+    title: str
+
+
 class RunOut(Schema):
     run_id: int
     task: str
@@ -82,6 +97,15 @@ class RunOut(Schema):
     tokens: RunTokens
     model_calls: int
     cost_usd: str
+    template: RunTemplateOut | None = Field(
+        description="The plan template the run was started from, if it was."
+    )
+    started_from: int | None = Field(
+        description="The past run whose plan this run started from, skipping the planner."
+    )
+    plan_examples: list[PlanExampleOut] = Field(
+        description="The past plans the planner was given as examples for this task."
+    )
 
 
 class RunSummary(Schema):
@@ -92,6 +116,7 @@ class RunSummary(Schema):
     outcome_reason: str
     created_at: datetime
     cost_usd: str
+    template_id: int | None = Field(description="The template the run was started from.")
 
 
 class PlanVersionOut(Schema):

@@ -54,4 +54,23 @@ def run_json(run: Run) -> dict[str, Any]:
         },
         "model_calls": run.model_calls,
         "cost_usd": str(run.cost_usd),
+        "template": _template(run),
+        "started_from": run.started_from_id,
+        # The past plans the planner was given as examples (selectors.search).
+        "plan_examples": run.plan_examples,
+    }
+
+
+def _template(run: Run) -> dict[str, Any] | None:
+    """The template and version a run was filled from, its values and what started it; the
+    id, name and version are gone once the template was deleted (its values stay)."""
+    if not run.template_trigger and run.template_version_id is None:
+        return None
+    version = run.template_version
+    return {
+        "id": version.template_id if version else None,
+        "name": version.template.name if version else "",
+        "version": version.number if version else None,
+        "values": run.template_values,
+        "trigger": run.template_trigger,
     }

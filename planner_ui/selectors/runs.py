@@ -1,35 +1,85 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from planner_ui.core.events import EventType
 from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.plan import Plan
 from planner_ui.core.replan import changed_steps
-from planner_ui.models import Approval, Run, RunEvent
+from planner_ui.core.search import search_terms
+from planner_ui.core.status import RunStatus
+from planner_ui.models import Approval, PlanTemplate, Run, RunEvent, SearchDocument
 from planner_ui.tools import Tool
 
 from .estimate import critical_step_ids
+from .search import matching
 from .tools import tools_for_run
 
 # The history's filter beside the outcomes: runs that have not finished yet.
 UNFINISHED = "unfinished"
 
 
-def run_list_for_user(user: AbstractBaseUser, outcome: str = "") -> QuerySet[Run]:
+@dataclass(frozen=True)
+class RunFilters:
+    """What the history and the API's run list narrow the runs to; empty means any."""
+
+    q: str = ""  # words of the task, a step's output or the deliverable (full text)
+    outcome: str = ""  # a RunOutcome, or UNFINISHED
+    status: str = ""  # a RunStatus
+    template: int | None = None  # runs from any version of this template
+    model: str = ""  # a "provider:model" the run planned or executed with
+    since: date | None = None  # created on or after this day (UTC)
+    until: date | None = None  # created on or before this day (UTC)
+
+
+def run_list_for_user(
+    user: AbstractBaseUser, outcome: str = "", filters: RunFilters | None = None
+) -> QuerySet[Run]:
     """The user's runs, newest first; only those with `outcome` (a RunOutcome, or UNFINISHED)
-    when given."""
+    when given, and those `filters` allow."""
+    filters = filters or RunFilters(outcome=outcome)
+    outcome = outcome or filters.outcome
     runs = Run.objects.filter(owner=user).order_by("-created_at", "-id")
     if outcome == UNFINISHED:
-        return runs.filter(outcome="")
-    if outcome:
-        return runs.filter(outcome=RunOutcome(outcome))
+        runs = runs.filter(outcome="")
+    elif outcome:
+        runs = runs.filter(outcome=RunOutcome(outcome))
+    if filters.status:
+        runs = runs.filter(status=RunStatus(filters.status))
+    if filters.template is not None:
+        runs = runs.filter(template_version__template_id=filters.template)
+    if filters.model:
+        runs = runs.filter(Q(planner_model=filters.model) | Q(executor_model=filters.model))
+    if filters.since:
+        runs = runs.filter(created_at__date__gte=filters.since)
+    if filters.until:
+        runs = runs.filter(created_at__date__lte=filters.until)
+    if terms := search_terms(filters.q):
+        # Each word, the last as typed so far (a prefix): the box searches as the person types.
+        documents = SearchDocument.objects.filter(owner=user, run__isnull=False)
+        found = matching(documents, terms, match_all=True, prefix_last=True)
+        runs = runs.filter(pk__in=found.values("run_id"))
     return runs
+
+
+def run_models_for_user(user: AbstractBaseUser) -> list[str]:
+    """The models the user's runs planned or executed with, for the history's filter."""
+    runs = Run.objects.filter(owner=user)
+    planners = runs.exclude(planner_model="").values_list("planner_model", flat=True)
+    executors = runs.exclude(executor_model="").values_list("executor_model", flat=True)
+    return sorted(set(planners.distinct()) | set(executors.distinct()))
+
+
+def run_templates_for_user(user: AbstractBaseUser) -> QuerySet[PlanTemplate]:
+    """The templates the user's runs came from, for the history's filter."""
+    return PlanTemplate.objects.filter(versions__runs__owner=user).distinct().order_by("name")
 
 
 def run_get_for_user(user: AbstractBaseUser, run_id: int) -> Run:

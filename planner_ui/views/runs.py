@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from django import forms
@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils import timezone
@@ -56,10 +56,13 @@ from planner_ui.selectors.proposals import proposal_review
 from planner_ui.selectors.providers import provider_status
 from planner_ui.selectors.runs import (
     UNFINISHED,
+    RunFilters,
     approvals_by_step,
     run_get_for_user,
     run_graph,
     run_list_for_user,
+    run_models_for_user,
+    run_templates_for_user,
     tool_calls_by_step,
 )
 from planner_ui.selectors.search import plan_examples_for
@@ -328,23 +331,65 @@ def run_new(request: HttpRequest) -> HttpResponse:
     return render(request, "planner_ui/home.html", _form_context(form, request.user), status=400)
 
 
+# The history's search box: longer text is cut, not refused (it is words to look for).
+MAX_QUERY_CHARS = 200
+
+
+def _day(text: str) -> date | None:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def history_filters(query: Mapping[str, str]) -> RunFilters:
+    """The history's filters from a query string. A value that means nothing (an old or
+    mistyped link) is dropped: the page shows more runs rather than an error."""
+    outcome = query.get("outcome", "")
+    if outcome not in {UNFINISHED, *RunOutcome}:
+        outcome = ""
+    status = query.get("status", "")
+    return RunFilters(
+        q=query.get("q", "")[:MAX_QUERY_CHARS].strip(),
+        outcome=outcome,
+        status=status if status in set(RunStatus) else "",
+        template=row_id(query.get("template", "")),
+        model=query.get("model", "")[:200].strip(),
+        since=_day(query.get("since", "")),
+        until=_day(query.get("until", "")),
+    )
+
+
 @login_required
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
-    shown = request.GET.get("outcome", "")
-    choices = [(UNFINISHED, "not finished"), *((o.value, o.label) for o in RunOutcome)]
-    if shown not in dict(choices):
-        shown = ""  # an old or mistyped link shows every run rather than an error
-    page = Paginator(run_list_for_user(request.user, shown), RUNS_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
+    filters = history_filters(request.GET)
+    runs = run_list_for_user(request.user, filters=filters)
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    # The filters in use, without the empty fields a form sends: the URL to share or go back to.
+    kept = QueryDict(mutable=True)
+    for name, value in request.GET.items():
+        if value.strip() and name != "page":
+            kept[name] = value
     context = {
         "page": page,
         "active_s": _active_seconds(page.object_list),
-        "shown": shown,
-        "outcome_choices": choices,
+        "filters": filters,
+        "filtered": filters != RunFilters(),
+        "filters_query": kept.urlencode(),
+        "outcome_choices": [
+            (UNFINISHED, "not finished"),
+            *((o.value, o.label) for o in RunOutcome),
+        ],
+        "status_choices": Run._meta.get_field("status").choices,
+        "templates": run_templates_for_user(request.user),
+        "models": run_models_for_user(request.user),
     }
-    return render(request, "planner_ui/run_list.html", context)
+    response = render(request, "planner_ui/run_list.html", context)
+    if request.htmx:
+        query = kept.urlencode()
+        response["HX-Push-Url"] = request.path + (f"?{query}" if query else "")
+    return response
 
 
 def _active_seconds(runs: Sequence[Run]) -> dict[int, float]:

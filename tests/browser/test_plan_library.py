@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from planner_ui.core.run_options import RunOptions
 from planner_ui.models import Run
+from planner_ui.services.runs import run_create
 
 from .flows import login, submit_task
 
@@ -57,3 +59,32 @@ def test_start_from_a_past_plan_or_plan_with_it_as_an_example(
     expect(page.locator("#result")).to_be_visible(timeout=60_000)
     page.click("#started-from-link")
     expect(page.locator("#run-summary h1")).to_have_text(f"Run {past.pk}")
+
+
+def test_the_history_searches_as_the_person_types_and_keeps_the_filters_in_its_url(
+    page, daphne_url, celery_worker_process, make_user
+):
+    alice = make_user("alice", "pw-for-tests-1")
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    tasks = [PAST, SIMILAR, "Compute the compound interest on 1000 EUR over ten years"]
+    runs = [run_create(owner=alice, options=RunOptions(task=task)) for task in tasks]
+
+    page.click("text=History")
+    rows = page.locator("table.runs tbody tr")
+    expect(rows).to_have_count(3)
+    page.fill("#filter-q", "weather summ")
+    expect(rows).to_have_count(2)
+    expect(page).to_have_url(f"{daphne_url}/runs/?q=weather+summ")
+    page.fill("#filter-q", "lyon")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text(str(runs[1].pk))
+    expect(page.locator("#filter-q")).to_be_focused()  # the box was not swapped under the hand
+    page.select_option("#filter-status", "succeeded")
+    expect(page.locator("#history-none")).to_be_visible()
+    expect(page).to_have_url(f"{daphne_url}/runs/?q=lyon&status=succeeded")
+    page.reload()  # the URL holds the filters
+    expect(page.locator("#filter-q")).to_have_value("lyon")
+    expect(page.locator("#history-none")).to_be_visible()
+    page.click("text=Show every run.")
+    expect(rows).to_have_count(3)
+    assert page.js_errors == []

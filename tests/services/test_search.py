@@ -4,12 +4,15 @@ planner as examples; the history's search finds runs by their task, outputs and 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
 from planner_ui.models import Run, SearchDocument
 from planner_ui.providers.scripted import script
+from planner_ui.selectors.runs import RunFilters, run_list_for_user
 from planner_ui.selectors.search import matching, plan_examples_for
 from planner_ui.services.runs import (
     RunInputError,
@@ -18,7 +21,7 @@ from planner_ui.services.runs import (
     run_plan,
     run_start_from,
 )
-from planner_ui.services.templates import template_save_from_run, template_share
+from planner_ui.services.templates import template_run, template_save_from_run, template_share
 
 from .test_runs import drive, planned
 
@@ -148,3 +151,49 @@ def test_a_run_starts_from_a_past_runs_plan_for_review_and_only_from_ones_own(al
 
     with pytest.raises(RunInputError, match="Start only from a run of your own."):
         run_start_from(owner=make_user("bob"), options=RunOptions(task=SIMILAR), source=past)
+
+
+# --- the history's search ----------------------------------------------------------------------
+
+
+def test_the_history_finds_runs_by_task_output_and_deliverable_and_filters(alice, make_user):
+    weather = finished(alice)
+    interest = planned(alice, UNRELATED)
+    theirs = finished(make_user("bob"))
+    output = weather.steps.exclude(step_id="synthesis").first().output
+    word = next(
+        w for w in output.split() if w.isalpha() and len(w) > 6 and w.lower() not in PAST.lower()
+    )
+
+    def found(**filters) -> list[int]:
+        return list(
+            run_list_for_user(alice, filters=RunFilters(**filters)).values_list("pk", flat=True)
+        )
+
+    assert found(q="paris") == [weather.pk]  # the task; never bob's run of the same task
+    assert theirs.pk not in found(q="weather")
+    assert found(q=word) == [weather.pk]  # a step's output
+    assert found(q="compound interest") == [interest.pk]
+    assert found(q="compound weather") == []  # every word must be there
+    assert found(q="compo") == [interest.pk]  # the last word as typed so far
+    assert found(q='interest" OR "paris') == []  # words, never syntax: OR is no operator
+    assert found(q="the") == [interest.pk, weather.pk]  # no word to look for: every run
+    assert found(status="succeeded") == [weather.pk]
+    assert found(q="weather", status="awaiting_plan_approval") == []
+    assert found(model=weather.planner_model) == [interest.pk, weather.pk]
+    assert found(model="nobody:nothing") == []
+    today = weather.created_at.date()
+    assert found(since=today, until=today) == [interest.pk, weather.pk]
+    assert found(until=today - timedelta(days=1)) == []
+
+
+def test_the_history_filters_by_template(alice):
+    past = finished(alice)
+    saved = template_save_from_run(
+        user=alice, version=past.plan_versions.get(number=1), name="W", replace=[("Paris", "city")]
+    )
+    run = template_run(version=saved, user=alice, values={"city": "Oslo"})
+    assert list(run_list_for_user(alice, filters=RunFilters(template=saved.template.pk))) == [run]
+    assert list(run_list_for_user(alice, filters=RunFilters(q="oslo"))) == [
+        run
+    ]  # indexed from its creation
