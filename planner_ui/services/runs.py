@@ -23,7 +23,7 @@ from planner_ui.core.routing import RouteError
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
 from planner_ui.core.validation import validate_plan
-from planner_ui.models import PlanVersion, Run
+from planner_ui.models import ExperimentRun, PlanVersion, Run
 from planner_ui.selectors.search import PlanExample, plan_examples_for
 from planner_ui.selectors.tools import tools_for_run, tools_for_user
 from planner_ui.tools import Tool
@@ -207,8 +207,13 @@ def run_plan(run_id: int) -> None:
     run = Run.objects.get(pk=run_id)
     if run.status != RunStatus.PLANNING or run.plan_versions.exists():
         return  # a redelivered task: planning already happened
+    # An experiment's runs are measured against each other: none learns from another.
+    measured = ExperimentRun.objects.filter(run_id=run_id).exists()
     examples = plan_examples_for(
-        run.owner, run.task, limit=settings.AGENTSITE_PLAN_EXAMPLES, exclude_run_id=run.pk
+        run.owner,
+        run.task,
+        limit=0 if measured else settings.AGENTSITE_PLAN_EXAMPLES,
+        exclude_run_id=run.pk,
     )
     try:
         provider = run_provider(run, "planner")

@@ -231,3 +231,14 @@ def test_checks_read_exactly_what_a_scripted_model_answered(alice):
     assert (right.arm, right.passed, right.run.result) == ("right", True, "Six times seven is 42.")
     assert (wrong.arm, wrong.passed) == ("wrong", False)
     assert wrong.checks == [[False, "the deliverable has no 42; it has 48"]]
+
+
+def test_an_experiments_runs_are_planned_without_past_plans(alice):
+    # Its repetitions are measured against each other: none may learn from an earlier one.
+    suite = suite_load(shipped_suites()["parallel"])
+    experiment = experiment_create(alice, suite, [arm_parse("plan")], repeat=2, concurrency=1)
+    experiment = run_to_the_end(experiment)
+    runs = [s.run for s in experiment.slots.select_related("run")]
+    assert len(runs) == 2 * len(suite.tasks)
+    assert all(r.status == RunStatus.SUCCEEDED for r in runs)
+    assert all(r.plan_examples == [] for r in runs)
