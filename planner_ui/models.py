@@ -842,6 +842,9 @@ class PlanTemplate(models.Model):
     # The SHA-256 of its webhook's secret token (shown once, like an API token); empty: no
     # webhook.
     webhook_digest = models.CharField(max_length=64, blank=True)
+    # Where in the webhook's JSON body each parameter's value is ({"title": "$.ticket.title"},
+    # core.json_path); empty: the body is the values themselves ({"title": ...}).
+    webhook_mapping = models.JSONField(default=dict, blank=True)
     # What the runs its triggers start do with irreversible calls (core.effects), as a run's
     # tool_policy and auto_tools: a trigger approves nothing else on its own.
     trigger_policy = models.CharField(

@@ -160,4 +160,9 @@ urlpatterns = [
         templates.template_webhook_view,
         name="template_webhook",
     ),
+    path(
+        "templates/<int:template_id>/webhook/mapping/",
+        templates.template_webhook_mapping_view,
+        name="template_webhook_mapping",
+    ),
 ]

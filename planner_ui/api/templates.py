@@ -4,7 +4,7 @@ without a personal token: its secret is the template's own (see `webhook`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -36,7 +36,9 @@ from planner_ui.services.templates import (
     template_schedule_set,
     template_trigger_policy_set,
     template_webhook_clear,
+    template_webhook_mapping_set,
     template_webhook_set,
+    template_webhook_values,
 )
 
 from .auth import within_rate
@@ -63,6 +65,14 @@ class TriggerPolicy(Schema):
     auto_tools: list[str] = Field(default_factory=list, max_length=20)
 
 
+class WebhookMappingIn(Schema):
+    mapping: dict[str, Annotated[str, Field(max_length=200)]] = Field(
+        max_length=20,
+        description="Parameter name to a JSON path into the webhook's body: $.name, "
+        "$['a key'], $.items[0]; {} for a body that is the values themselves.",
+    )
+
+
 class ScheduleIn(Schema):
     schedule: str = Field(
         max_length=100,
@@ -84,6 +94,10 @@ class TemplateOut(Schema):
     owner: str
     mine: bool
     webhook: bool = Field(description="Whether its webhook is on.")
+    webhook_mapping: dict[str, str] = Field(
+        description="Where in the webhook's JSON body each parameter's value is "
+        '({"title": "$.ticket.title"}); empty: the body is the values themselves.'
+    )
     trigger_policy: TriggerPolicy = Field(
         description="What the runs its triggers start do with irreversible calls."
     )
@@ -172,6 +186,7 @@ def _template_out(request: HttpRequest, template: PlanTemplate) -> dict[str, Any
         "owner": template.owner.get_username(),
         "mine": template.owner_id == request.user.pk,
         "webhook": bool(template.webhook_digest),
+        "webhook_mapping": template.webhook_mapping,
         "trigger_policy": {
             "tool_policy": template.trigger_policy,
             "auto_tools": template.trigger_auto_tools,
@@ -307,6 +322,17 @@ def webhook_set(request: HttpRequest, template_id: int) -> Status:
 
 
 @router.put(
+    "/templates/{template_id}/webhook-mapping",
+    response=TemplateOut,
+    summary="Where in the webhook's JSON body each parameter's value is",
+)
+def webhook_mapping(request: HttpRequest, template_id: int, payload: WebhookMappingIn) -> Any:
+    template = template_get_owned(request.user, template_id)
+    template_webhook_mapping_set(template, request.user, payload.mapping)
+    return _template_out(request, template)
+
+
+@router.put(
     "/templates/{template_id}/trigger-policy",
     response=TemplateOut,
     summary="What the runs its triggers start do with irreversible calls",
@@ -345,7 +371,9 @@ def webhook_clear(request: HttpRequest, template_id: int) -> Status:
 )
 def webhook(request: HttpRequest, template_id: int) -> Status:
     """Authenticated by the template's own webhook secret (`Authorization: Bearer whk_...`),
-    not a personal token. The JSON body maps parameter names to values (`{"city": "Lyon"}`).
+    not a personal token. The JSON body maps parameter names to values (`{"city": "Lyon"}`),
+    or, where the template has a webhook mapping, is read through its JSON paths
+    (`{"ticket": {"title": ...}}` with `title` = `$.ticket.title`).
     The run belongs to the template's owner, and its plan waits for them: a webhook approves
     nothing. 403 for a wrong or absent secret, 422 naming each refused value, 429 when the
     template's webhook was called too often this minute."""
@@ -364,8 +392,6 @@ def webhook(request: HttpRequest, template_id: int) -> Status:
         values = loads_bounded(body) if body else {}
     except (JsonRefused, ValueError) as exc:
         raise HttpError(422, f"The body is not JSON: {exc}") from None
-    if not isinstance(values, dict):
-        raise HttpError(422, "The body must be a JSON object of parameter values.")
-    started = template_run_by_trigger(template, values)
+    started = template_run_by_trigger(template, template_webhook_values(template, values))
     url = request.build_absolute_uri(reverse("run_detail", args=[started.pk]))
     return Status(201, {"run_id": started.pk, "url": url, "status": started.status})

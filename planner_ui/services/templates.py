@@ -19,6 +19,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from planner_ui.core.errors import AgentError
+from planner_ui.core.json_path import (
+    JsonPathError,
+    mapping_text,
+    parse_mapping,
+    values_from_body,
+)
 from planner_ui.core.plan import Plan
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.schedule import ScheduleError, parse_schedule
@@ -249,6 +255,42 @@ def template_for_webhook(template_id: int, raw: str) -> PlanTemplate | None:
     if template is None or not hmac.compare_digest(template.webhook_digest, _digest(raw)):
         return None
     return template
+
+
+def template_webhook_mapping_set(
+    template: PlanTemplate, user: AbstractBaseUser, mapping: Mapping[str, str]
+) -> PlanTemplate:
+    """Say where in the webhook's JSON body each parameter's value is (`$.ticket.title`), or,
+    with an empty mapping, that the body is the values themselves. Each name must be a
+    parameter of the latest version; JsonPathError or TemplateRefused say what is wrong."""
+    if template.owner_id != user.pk:
+        raise TemplateRefused("Only the template's owner sets its webhook.", field="webhook")
+    latest = template.versions.order_by("-number").first()
+    known = {p["name"] for p in latest.parameters} if latest else set()
+    unknown = sorted(set(mapping) - known)
+    if unknown:
+        listed = ", ".join(sorted(known)) or "none"
+        raise TemplateRefused(
+            f"{', '.join(unknown)}: not a parameter of this template; its parameters: {listed}",
+            field="webhook_mapping",
+        )
+    try:
+        checked = parse_mapping(mapping_text(mapping))  # each path, as a line of the form
+    except JsonPathError as exc:
+        raise TemplateRefused(str(exc), field="webhook_mapping") from None
+    template.webhook_mapping = checked
+    template.save(update_fields=["webhook_mapping", "updated_at"])
+    return template
+
+
+def template_webhook_values(template: PlanTemplate, body: Any) -> dict[str, Any]:
+    """The values a webhook's body gives: through the template's mapping when it has one,
+    else the body is them (a JSON object). TemplateRefused when the body cannot be read so."""
+    if template.webhook_mapping:
+        return values_from_body(body, template.webhook_mapping)
+    if not isinstance(body, dict):
+        raise TemplateRefused("The body must be a JSON object of parameter values.")
+    return body
 
 
 def template_trigger_policy_set(

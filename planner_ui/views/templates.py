@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from planner_ui.core.effects import PolicyMode
 from planner_ui.core.errors import PlanValidationError
+from planner_ui.core.json_path import JsonPathError, mapping_text, parse_mapping
 from planner_ui.core.plan import Plan
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.templates import (
@@ -53,6 +54,7 @@ from planner_ui.services.templates import (
     template_share,
     template_trigger_policy_set,
     template_webhook_clear,
+    template_webhook_mapping_set,
     template_webhook_set,
     version_spec,
 )
@@ -391,6 +393,7 @@ def _detail_context(
         "webhook_url": request.build_absolute_uri(
             reverse("api-v1:template_webhook", args=[template.pk])
         ),
+        "webhook_mapping_text": mapping_text(template.webhook_mapping),
     }
 
 
@@ -571,6 +574,25 @@ def template_trigger_policy_view(request: HttpRequest, template_id: int) -> Http
             request, "Choose what the runs its triggers start do with irreversible calls."
         )
     return redirect("template_detail", template_id=template.pk)
+
+
+@login_required
+@require_POST
+def template_webhook_mapping_view(request: HttpRequest, template_id: int) -> HttpResponse:
+    """Where in the webhook's body each value is: one `parameter = $.path` per line; empty
+    lines only, and the body is the values themselves."""
+    template = template_get_owned(request.user, template_id)
+    text = request.POST.get("mapping", "")[:5000]
+    try:
+        template_webhook_mapping_set(template, request.user, parse_mapping(text))
+    except (JsonPathError, TemplateRefused) as exc:
+        messages.error(request, f"The mapping was not saved: {exc}")
+    else:
+        if template.webhook_mapping:
+            messages.success(request, "The webhook reads its values through the mapping.")
+        else:
+            messages.success(request, "The webhook's body is the values themselves.")
+    return redirect(reverse("template_detail", args=[template.pk]) + "#template-webhook")
 
 
 class ScheduleForm(forms.Form):

@@ -208,3 +208,38 @@ def test_the_schedule_is_set_over_the_api(alice_api, weather) -> None:
     bad = alice_api.put(url, {"schedule": "often"}, content_type="application/json")
     assert bad.status_code == 422
     assert bad.json()["detail"][0]["loc"] == ["body", "payload", "schedule"]
+
+
+def test_the_webhook_reads_another_systems_json_through_the_mapping(alice_api, weather) -> None:
+    template_id = weather["template_id"]
+    token = post(alice_api, f"/api/v1/templates/{template_id}/webhook").json()["token"]
+    path = f"/api/v1/templates/{template_id}/webhook-mapping"
+    mapping = {"city": "$.ticket.location['city name']", "days": "$.ticket.days[0]"}
+    response = alice_api.put(path, {"mapping": mapping}, content_type="application/json")
+    assert response.status_code == 200, response.content
+    assert response.json()["webhook_mapping"] == mapping
+
+    body = {"ticket": {"location": {"city name": "Oslo"}, "days": [5, 6]}, "other": "ignored"}
+    response = hook(template_id, body, token)
+    assert response.status_code == 201, response.content
+    run = Run.objects.get(pk=response.json()["run_id"])
+    assert run.template_values == {"city": "Oslo", "days": "5"}
+    # A path that finds nothing leaves the value to its default, or says it is required.
+    response = hook(template_id, {"ticket": {"location": {"city": "Oslo"}}}, token)
+    assert response.status_code == 422
+    assert response.json()["detail"] == [
+        {"loc": ["body", "city"], "msg": "a value is required", "type": "value_error"}
+    ]
+    response = hook(template_id, {"ticket": {"location": {"city name": {"a": 1}}}}, token)
+    assert response.status_code == 422  # an object is no value
+
+    for bad, msg in [
+        ({"mood": "$.x"}, "mood: not a parameter of this template; its parameters: city, days"),
+        ({"city": "ticket.city"}, "does not start at the body"),
+    ]:
+        response = alice_api.put(path, {"mapping": bad}, content_type="application/json")
+        assert response.status_code == 422
+        assert msg in response.json()["detail"][0]["msg"]
+    emptied = alice_api.put(path, {"mapping": {}}, content_type="application/json")
+    assert emptied.json()["webhook_mapping"] == {}
+    assert hook(template_id, {"city": "Lyon"}, token).status_code == 201  # the body again

@@ -334,3 +334,34 @@ def test_the_schedule_is_set_on_the_page_with_its_values(client_alice, alice) ->
     assert 'name="schedule-param_who" value="Ann"' in page
     client_alice.post(url, {"schedule-schedule": ""})
     assert PlanTemplate.objects.get().next_run_at is None
+
+
+def test_the_webhooks_mapping_is_set_on_the_page(client_alice, alice) -> None:
+    saved = template_save(
+        user=alice,
+        name="Tickets",
+        task="Triage {title}",
+        plan={
+            "steps": [{"id": "a", "title": "A", "instruction": "Triage {title}", "role": "writer"}]
+        },
+    )
+    action = reverse("template_webhook_mapping", args=[saved.template_id])
+    response = client_alice.post(action, {"mapping": "title = $.ticket.title"}, follow=True)
+    page = response.content.decode()
+    assert "The webhook reads its values through the mapping." in page
+    assert ">title = $.ticket.title</textarea>" in page
+    assert PlanTemplate.objects.get().webhook_mapping == {"title": "$.ticket.title"}
+
+    response = client_alice.post(action, {"mapping": "mood = $.x\ntitle = ticket"}, follow=True)
+    assert "The mapping was not saved: line 2: &#x27;ticket&#x27; does not start" in (
+        response.content.decode()
+    )
+    assert PlanTemplate.objects.get().webhook_mapping == {"title": "$.ticket.title"}
+    response = client_alice.post(action, {"mapping": "mood = $.x"}, follow=True)
+    assert "mood: not a parameter of this template; its parameters: title" in (
+        response.content.decode()
+    )
+    page = client_alice.post(action, {"mapping": ""}, follow=True).content.decode()
+    assert "The webhook&#x27;s body is the values themselves." in page
+    assert 'placeholder="city = $.ticket.city"></textarea>' in page  # empty again
+    assert PlanTemplate.objects.get().webhook_mapping == {}

@@ -92,6 +92,11 @@ class Migration(migrations.Migration):
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddField(
+            model_name='plantemplate',
+            name='webhook_mapping',
+            field=models.JSONField(blank=True, default=dict),
+        ),
+        migrations.AddField(
             model_name='run',
             name='started_from',
             field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='planner_ui.run'),
