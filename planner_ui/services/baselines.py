@@ -21,6 +21,7 @@ from planner_ui.selectors.tools import tools_for_user
 from .events import event_append
 from .runs import run_fields
 from .scheduler import dispatch_ready
+from .search import search_index_run
 
 BASELINE_STEP_ID = "agent"
 
@@ -89,6 +90,7 @@ def _single_agent_start(
         )
         agent_run.approved_plan = version
         agent_run.save()
+        search_index_run(agent_run, steps=[])
         Step.objects.create(
             run=agent_run,
             step_id=BASELINE_STEP_ID,

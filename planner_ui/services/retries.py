@@ -25,6 +25,7 @@ from .events import event_append, events_append
 from .outcomes import run_outcome_clear
 from .plans import NOT_YET_RUN, materialize_steps
 from .scheduler import dependencies_count, dispatch_ready
+from .search import search_index_run
 
 MAX_INSTRUCTION_CHARS = 4000
 _BASELINE = (
@@ -169,6 +170,7 @@ def run_fork(*, run_id: int, step_id: str, user: AbstractBaseUser) -> Run:
             run=fork, number=1, author=PlanVersion.Author.PERSON, plan=plan.model_dump(), note=note
         )
         materialize_steps(fork, plan)
+        search_index_run(fork, steps=[])
         now = timezone.now()
         for reused in before:
             old = steps[reused]

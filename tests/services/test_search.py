@@ -197,3 +197,15 @@ def test_the_history_filters_by_template(alice):
     assert list(run_list_for_user(alice, filters=RunFilters(q="oslo"))) == [
         run
     ]  # indexed from its creation
+
+
+def test_forks_and_baselines_are_found_by_their_task_from_the_start(alice):
+    from planner_ui.services.baselines import baseline_create
+    from planner_ui.services.retries import run_fork
+
+    past = finished(alice)
+    step = past.steps.exclude(step_id="synthesis").order_by("id").first()
+    fork = run_fork(run_id=past.pk, step_id=step.step_id, user=alice)
+    baseline = baseline_create(past, alice)
+    found = run_list_for_user(alice, filters=RunFilters(q="paris"))
+    assert set(found.values_list("pk", flat=True)) == {past.pk, fork.pk, baseline.pk}
