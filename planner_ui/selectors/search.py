@@ -15,7 +15,6 @@ from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
-from django.urls import reverse
 
 from planner_ui.core.search import close_enough, fts5_query, search_terms, tsquery
 from planner_ui.core.status import RunStatus
@@ -71,12 +70,6 @@ class PlanExample:
     title: str
     task: str
     plan: dict[str, Any]
-
-    @property
-    def url(self) -> str:
-        if self.kind == "template":
-            return reverse("template_detail", args=[self.id])
-        return reverse("run_detail", args=[self.id])
 
     @property
     def label(self) -> str:
