@@ -103,9 +103,10 @@ def _measure(size: int, width: int, repeat: int) -> list[tuple[int, str, float, 
         ):
             for step_id in ready:
                 step_execute(run.pk, step_id, "bench-pages")
+        some = ",".join(step["id"] for step in shape.plan()["steps"][:20])
         pages: list[tuple[str, Any]] = [
             ("run page (finished)", reverse("run_detail", args=[run.pk])),
-            ("step cards", reverse("run_step_cards", args=[run.pk])),
+            ("20 step cards", reverse("run_step_cards", args=[run.pk]) + f"?steps={some}"),
             ("timeline", reverse("run_timeline", args=[run.pk])),
             ("plan JSON", reverse("plan_json", args=[run.pk, 1])),
             ("API run", f"/api/v1/runs/{run.pk}"),

@@ -214,3 +214,4 @@ def test_the_editor_page_grows_with_the_plan_not_with_its_square(client_alice, a
     assert small.count("<option") > 5 and large.count("<option") > 20
     assert large.count("<option") < 4.5 * small.count("<option")
     assert 'data-options-from="new-deps"' in large
+    assert 'action=""' not in large and 'hx-post=""' not in large  # every form posts its change
