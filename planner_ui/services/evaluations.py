@@ -179,7 +179,7 @@ def experiment_pause(experiment_id: int, user: AbstractBaseUser) -> Experiment:
         experiment.paused_at = timezone.now()
         experiment.save(update_fields=["paused_at"])
         for run_id in _going(experiment):
-            with suppress(InvalidTransition):  # still planning, or paused by the person
+            with suppress(InvalidTransition):  # paused by the person already
                 run_pause(run_id, user)
     return experiment
 

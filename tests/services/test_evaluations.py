@@ -231,3 +231,24 @@ def test_checks_read_exactly_what_a_scripted_model_answered(alice):
     assert (right.arm, right.passed, right.run.result) == ("right", True, "Six times seven is 42.")
     assert (wrong.arm, wrong.passed) == ("wrong", False)
     assert wrong.checks == [[False, "the deliverable has no 42; it has 48"]]
+
+
+def test_pausing_an_experiment_holds_the_runs_still_planning(alice):
+    from planner_ui.services.evaluations import experiment_pause, experiment_resume
+
+    suite = suite_load(shipped_suites()["parallel"])
+    experiment = experiment_create(alice, suite, [arm_parse("plan")], concurrency=2)
+    experiment_advance(experiment.pk)
+    planning = list(Run.objects.filter(owner=alice))
+    assert [run.status for run in planning] == [RunStatus.PLANNING] * 2
+    experiment_pause(experiment.pk, alice)
+    for run in planning:
+        run_plan(run.pk)  # the planners' tasks were sent before the pause
+        run.refresh_from_db()
+        assert run.paused_at is not None and run.status == RunStatus.RUNNING
+        assert not run.steps.exclude(status="pending").exists()
+    experiment_resume(experiment.pk, alice)
+    assert all(run.steps.filter(status="queued").exists() for run in planning)
+    experiment = run_to_the_end(experiment)
+    assert experiment.status == Experiment.Status.FINISHED
+    assert experiment.slots.filter(passed__isnull=False).count() == len(suite.tasks)
