@@ -164,6 +164,7 @@ def experiment_new(request: HttpRequest, suite_id: int) -> HttpResponse:
             budget_usd=_usd(form.get("budget_usd", "")),
             tool_policy=form.get("tool_policy", "dry_run"),
             suite_row=row,
+            judge=form.get("judge", ""),
         )
     except EvaluationError as exc:
         messages.error(request, str(exc))

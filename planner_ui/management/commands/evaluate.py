@@ -86,6 +86,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--max-cost", type=Decimal, metavar="USD", help="Exit 1 if the experiment cost more."
         )
+        parser.add_argument(
+            "--judge",
+            default="",
+            metavar="PROVIDER:MODEL",
+            help="The model judging the suite's judge checks (default: the suite's, else "
+            "AGENTSITE_JUDGE_MODEL, else the synthesizer's).",
+        )
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
         parser.add_argument("--user", default="demo", help="Owner of the runs (default: demo).")
         parser.add_argument("--timeout", type=float, default=1800.0, help="Seconds to wait.")
@@ -107,6 +114,7 @@ class Command(BaseCommand):
                     budget_tokens=options["budget_tokens"],
                     tool_policy=options["policy"],
                     suite_row=row,
+                    judge=options["judge"],
                 )
             except EvaluationError as exc:
                 raise CommandError(str(exc)) from exc
