@@ -262,20 +262,24 @@ def experiment_cancel(experiment_id: int, user: AbstractBaseUser) -> Experiment:
 
 
 def experiments_advance_running() -> int:
-    """Ask for every running experiment to advance, and every finished one with a counted run
-    that ended anew: the sweep's part (a run's end whose message was lost, a worker that died
-    while it advanced or judged)."""
+    """Ask for every experiment to advance that has something to do: the sweep's part (a run's
+    end whose message was lost, a worker that died while it advanced or judged)."""
+    ids = experiments_to_advance()
+    for experiment_id in ids:
+        tasks.experiment_advance.delay(experiment_id)
+    return len(ids)
+
+
+def experiments_to_advance() -> list[int]:
+    """The running experiments, and the finished ones with a counted run that ended anew."""
     re_ended = ExperimentRun.objects.filter(
         passed__isnull=False, run__finished_at__isnull=False
     ).exclude(checked_end=F("run__finished_at"))
-    ids = list(
+    return list(
         Experiment.objects.filter(
             Q(status=Experiment.Status.RUNNING) | Q(pk__in=re_ended.values("experiment_id"))
         ).values_list("pk", flat=True)
     )
-    for experiment_id in ids:
-        tasks.experiment_advance.delay(experiment_id)
-    return len(ids)
 
 
 def _to_check(experiment: Experiment, slot: ExperimentRun) -> bool:
