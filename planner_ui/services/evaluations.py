@@ -174,11 +174,13 @@ def advance_enqueue(experiment_id: int) -> None:
     transaction.on_commit(lambda: tasks.experiment_advance.delay(experiment_id))
 
 
-def experiment_advance(experiment_id: int) -> Experiment:
+def experiment_advance(experiment_id: int, *, judging: bool = True) -> Experiment:
     """Judge and check the slots whose run ended, stop at the budget, start slots up to the
     concurrency limit, and close the experiment when every slot is checked. Safe to call any
-    time; on a finished experiment it only checks again the runs a person retried."""
-    _judge_ended(experiment_id)
+    time; on a finished experiment it only checks again the runs a person retried. Without
+    `judging` (a caller that is not a worker), a slot waiting for its judge waits on."""
+    if judging:
+        _judge_ended(experiment_id)
     with transaction.atomic():
         experiment = Experiment.objects.select_for_update().get(pk=experiment_id)
         suite = Suite.model_validate(experiment.suite_snapshot)

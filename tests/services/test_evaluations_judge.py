@@ -160,3 +160,17 @@ def test_the_judge_route_must_be_served_here(alice):
     plain = suite_load("name: plain\ntasks:\n  - id: a\n    task: Compute 2 + 2\n")
     # No judge check: no judge, whatever is named.
     assert experiment_create(alice, plain, [arm_parse("plan")], judge="x").judge_route == ""
+
+
+def test_an_advance_that_is_not_a_workers_leaves_the_judging_to_the_workers(alice):
+    suite = suite_load(JUDGED)
+    experiment = experiment_create(alice, suite, [arm_parse("agent")], concurrency=1)
+    experiment_advance(experiment.pk)
+    slot = experiment.slots.get(task_index=0)
+    drive(slot.run)
+    experiment_advance(experiment.pk, judging=False)  # manage.py evaluate's nudge
+    slot.refresh_from_db()
+    assert (slot.passed, slot.judge_calls) == (None, 0)
+    experiment_advance(experiment.pk)
+    slot.refresh_from_db()
+    assert (slot.passed, slot.judge_calls) == (True, 1)

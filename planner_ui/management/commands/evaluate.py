@@ -181,7 +181,8 @@ class Command(BaseCommand):
                     self.stderr.write("")
                 return experiment
             if time.monotonic() >= next_advance:
-                experiment = experiment_advance(experiment.pk)
+                # The workers judge: this process only nudges, and makes no model call.
+                experiment = experiment_advance(experiment.pk, judging=False)
                 next_advance = time.monotonic() + ADVANCE_EVERY_S
             time.sleep(0.2)
         raise CommandError(f"Experiment {experiment.pk} did not finish within {timeout} s.")
