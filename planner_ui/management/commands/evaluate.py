@@ -252,6 +252,19 @@ def results_table(results: Results) -> str:
                 (figures.arm, *(_times(figures.ratios[name]) for name in RATIO_FIGURES))
             )
         lines += _aligned(ratio_rows)
+    if experiment.judge_route:
+        lines += ["", f"Judging by {experiment.judge_route}, apart from the figures above:"]
+        judge_rows = [("arm", "calls", "tokens", "cost")]
+        for figures in results.arms:
+            judge_rows.append(
+                (
+                    figures.arm,
+                    str(figures.judge_calls),
+                    str(figures.judge_tokens),
+                    dollars(figures.judge_cost_usd, 4),
+                )
+            )
+        lines += _aligned(judge_rows)
     lines += ["", "Per task (✓ passed, ✗ failed, · not counted):"]
     task_rows = [("task", *results.arm_names)]
     for row in results.tasks:
