@@ -346,16 +346,18 @@ def _judge_slot(experiment: Experiment, slot: ExperimentRun, suite: Suite) -> No
         return
     run = Run.objects.get(pk=slot.run_id)
     task = suite.tasks[slot.task_index]
-    files = _files(run)
-    try:
-        provider = _judge_provider(experiment.judge_route, slot.pk)
-    except (ProviderError, RouteError) as exc:
-        failed = CheckResult(False, f"{JUDGE_ERROR}: no judge: {exc}")
-        results = [failed for _ in judge_checks(task)]
+    checks = judge_checks(task)
+    if run.status != RunStatus.SUCCEEDED:
+        # The slot fails whatever the judge would say: no call is worth paying for.
+        results = [CheckResult(False, "not judged: its run did not succeed") for _ in checks]
     else:
-        results = [
-            judge(provider, task.task, check, run.result, files) for check in judge_checks(task)
-        ]
+        try:
+            provider = _judge_provider(experiment.judge_route, slot.pk)
+        except (ProviderError, RouteError) as exc:
+            results = [CheckResult(False, f"{JUDGE_ERROR}: no judge: {exc}") for _ in checks]
+        else:
+            files = _files(run)
+            results = [judge(provider, task.task, check, run.result, files) for check in checks]
     ExperimentRun.objects.filter(pk=slot.pk).update(
         judged=[[r.passed, r.detail] for r in results], judged_end=run.finished_at
     )

@@ -174,3 +174,17 @@ def test_an_advance_that_is_not_a_workers_leaves_the_judging_to_the_workers(alic
     experiment_advance(experiment.pk)
     slot.refresh_from_db()
     assert (slot.passed, slot.judge_calls) == (True, 1)
+
+
+def test_a_run_that_failed_is_not_judged(alice):
+    suite = suite_load(
+        "name: one\ntasks:\n  - id: a\n    task: Say green\n"
+        "    checks: [{type: judge, rubric: 'Says \"green\".'}]\n"
+    )
+    script("silent")  # no reply queued: the agent's call fails, and so does its run
+    arm = arm_parse("silent=agent,executor=scripted:silent")
+    experiment = run_to_the_end(experiment_create(alice, suite, [arm]))
+    (slot,) = experiment.slots.select_related("run")
+    assert slot.run.status == "failed"
+    assert (slot.passed, slot.checks) == (False, [[False, "not judged: its run did not succeed"]])
+    assert slot.judge_calls == 0

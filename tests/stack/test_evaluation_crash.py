@@ -21,6 +21,15 @@ pytestmark = [
 FAST = {"AGENTSITE_OFFLINE_LATENCY_S": "0.5", "AGENTSITE_SWEEP_S": "2"}
 
 
+def finish(experiment: Experiment) -> None:
+    def ended() -> bool:
+        experiment.refresh_from_db()
+        return experiment.is_finished
+
+    wait_until(ended, timeout=240, what="the experiment to finish after the kill")
+    assert experiment.status == Experiment.Status.FINISHED
+
+
 def test_an_experiment_killed_mid_way_finishes_with_every_slot_counted_once(
     workers: Workers,  # noqa: F811
     make_user,
@@ -44,12 +53,7 @@ def test_an_experiment_killed_mid_way_finishes_with_every_slot_counted_once(
     assert checked_at_kill < slots.count()
     workers.start(**FAST)
 
-    def ended() -> bool:
-        experiment.refresh_from_db()
-        return experiment.is_finished
-
-    wait_until(ended, timeout=240, what="the experiment to finish after the kill")
-    assert experiment.status == Experiment.Status.FINISHED
+    finish(experiment)
     assert slots.filter(passed__isnull=True).count() == 0
     assert slots.filter(run__isnull=True).count() == 0
     # One run per slot: nothing started twice, nothing left over.
@@ -94,12 +98,7 @@ def test_a_judge_killed_mid_call_judges_again_on_the_next_worker(
     assert (judging.passed, judging.judged) == (None, None)
     workers.start(**FAST)
 
-    def ended() -> bool:
-        experiment.refresh_from_db()
-        return experiment.is_finished
-
-    wait_until(ended, timeout=240, what="the experiment to finish after the kill")
-    assert experiment.status == Experiment.Status.FINISHED
+    finish(experiment)
     for slot in slots:
         assert slot.passed is True and slot.checks == [[True, 'judge: pass: It has "391".']]
         # The killed call was never answered, so never recorded: one call per slot.
