@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 IS_311 := import sys; sys.exit(sys.version_info[:2] != (3, 11))
 
-.PHONY: run test test-postgres bench bench-step bench-throughput bench-watchers lint format clean screenshots
+.PHONY: run test test-postgres bench bench-step bench-pages bench-throughput bench-watchers lint format clean screenshots
 
 # Re-installs when pyproject.toml changes; re-creates a virtualenv of another Python version.
 $(STAMP): pyproject.toml
@@ -63,6 +63,10 @@ bench: $(STAMP)
 # The app's own CPU per step, one process, no Celery: quick to compare two commits.
 bench-step: $(STAMP)
 	$(PY) -m bench.step_cpu $(BENCH_ARGS)
+
+# What a big plan costs its pages: server time, size and statements of each, by plan size.
+bench-pages: $(STAMP)
+	$(PY) -m bench.pages $(BENCH_ARGS)
 
 # Daphne alone forwarding one run's events to its watchers: CPU per message and delivery time.
 bench-watchers: $(STAMP)

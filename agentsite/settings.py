@@ -371,6 +371,9 @@ _planner_default, _executor_default = (
 AGENTSITE_PLANNER_MODEL = os.environ.get("AGENTSITE_PLANNER_MODEL", _planner_default)
 AGENTSITE_EXECUTOR_MODEL = os.environ.get("AGENTSITE_EXECUTOR_MODEL", _executor_default)
 AGENTSITE_SYNTHESIZER_MODEL = os.environ.get("AGENTSITE_SYNTHESIZER_MODEL", "")
+# The model that judges an evaluation's judge checks, unless its suite or experiment names
+# one; empty: the synthesizer's route.
+AGENTSITE_JUDGE_MODEL = os.environ.get("AGENTSITE_JUDGE_MODEL", "")
 AGENTSITE_ROLE_MODELS = {
     role: os.environ.get(f"AGENTSITE_{role.upper()}_MODEL", "") for role in ROLES
 }

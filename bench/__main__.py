@@ -76,7 +76,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--width", type=int, default=8, help="widest layer of the layered DAGs (default 8)"
     )
     parser.add_argument(
-        "--clients", type=int, default=50, help="WebSocket clients watching each run"
+        "--clients",
+        type=int,
+        default=50,
+        help="WebSocket clients watching each run (with --throughput: in all, dealt out over "
+        "the runs)",
     )
     parser.add_argument(
         "--slots",
@@ -229,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         # import the executor's modules on their first task.
         measure(shapes.build("fanout", max(3, slots + 1), seed=args.seed, width=args.width), 0)
         if args.throughput:
-            return _throughput(args, owner, stack, slots, run_ids, started)
+            return _throughput(args, owner, stack, slots, run_ids, started, watchers)
         for plan in plans:
             for repeat in range(1, args.repeat + 1):
                 figures = measure(plan, args.clients)
@@ -287,14 +291,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _throughput(
-    args: argparse.Namespace, owner: Any, stack: Any, slots: int, run_ids: list, started: float
+    args: argparse.Namespace,
+    owner: Any,
+    stack: Any,
+    slots: int,
+    run_ids: list,
+    started: float,
+    watchers: Any,
 ) -> int:
     from django.db import connection
 
     from bench.throughput import throughput_measure, throughput_table
 
-    _say(f"Throughput: {args.throughput} runs approved at once ...")
-    figures = throughput_measure(args.throughput, owner=owner, stack=stack, size=3, timeout_s=600.0)
+    _say(
+        f"Throughput: {args.throughput} runs approved at once, {args.clients} WebSocket clients "
+        "dealt out over them ..."
+    )
+    figures = throughput_measure(
+        args.throughput,
+        owner=owner,
+        stack=stack,
+        size=3,
+        timeout_s=600.0,
+        slots=slots,
+        latency_s=args.latency,
+        watchers=watchers,
+        clients=args.clients,
+    )
     run_ids += figures.pop("run_ids")
     report = {
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -302,6 +325,7 @@ def _throughput(
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "settings": {
             "latency_s": args.latency,
+            "clients": args.clients,
             "slots": slots,
             "pool": args.pool,
             "workers": args.workers,

@@ -9,42 +9,76 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 
 from planner_ui.core.status import TERMINAL_RUN_STATUSES, RunStatus
-from planner_ui.models import Run
+from planner_ui.models import Run, Step
 from planner_ui.services.runs import run_approve_plan
 
-from . import shapes
+from . import metrics, shapes
 from .cpu import CpuWindow
 from .scheduler import Stack, scripted_run_create, workers_cpu_s
+from .websocket import Watchers
 
 
 def throughput_measure(
-    count: int, *, owner: AbstractBaseUser, stack: Stack, size: int, timeout_s: float
+    count: int,
+    *,
+    owner: AbstractBaseUser,
+    stack: Stack,
+    size: int,
+    timeout_s: float,
+    slots: int,
+    latency_s: float,
+    watchers: Watchers | None = None,
+    clients: int = 0,
 ) -> dict[str, Any]:
-    """Approve `count` runs of a `size`-step fan-out at once; wait for all; their figures."""
+    """Approve `count` runs of a `size`-step fan-out at once, `clients` WebSocket clients
+    watching them (dealt out over the runs); wait for all; their figures."""
     shape = shapes.build("fanout", size, seed=1, width=size)
     runs = [scripted_run_create(owner, shape) for _ in range(count)]
     ids = [run.pk for run in runs]
+    asgi = [pid for role, pid in stack.pids.items() if role.startswith("asgi")]
+    rss_before = sum(_rss_kb(pid) for pid in asgi)
+    if watchers is not None and clients:
+        watchers.watch_many({run.pk: run.last_event_seq for run in runs}, clients)
+    rss_watched = sum(_rss_kb(pid) for pid in asgi)
     cpu = CpuWindow({"benchmark": os.getpid(), **stack.pids})
     cpu.start()
     started = time.monotonic()
     for run_id in ids:
         run_approve_plan(run_id)
     deadline = started + timeout_s
+    connections: list[int] = []
     while Run.objects.filter(pk__in=ids).exclude(status__in=TERMINAL_RUN_STATUSES).exists():
         if time.monotonic() > deadline:
             raise RuntimeError(f"{count} runs did not all finish within {timeout_s:g} s")
+        connections.append(_database_connections())
         time.sleep(0.1)
     wall_s = time.monotonic() - started
     used = cpu.stop()
+    received: list[tuple[float, bytes]] = []
+    if watchers is not None and clients:
+        watchers.wait_quiet(1.0, timeout=30.0)
+        received = watchers.stop()
     failed = Run.objects.filter(pk__in=ids).exclude(status=RunStatus.SUCCEEDED).count()
     steps = count * len(shape.with_synthesis())
     worker = workers_cpu_s(used.get("by_process_s") or {})
+    dispatch = _dispatch(ids, slots)
+    delivered = metrics.event_latencies(received)
     return {
+        "clients": clients,
+        "ceiling_steps_per_s": round(slots / latency_s, 1) if latency_s else None,
+        "steps_per_s_per_core": round(steps / wall_s / (os.cpu_count() or 1), 1),
+        "dispatch": metrics.summary_ms(dispatch.after_parent_s),
+        "dispatch_waited_for_slot": len(dispatch.waited_for_slot),
+        "websocket": metrics.summary_ms(delivered.event_delays_s),
+        "asgi_kb_per_client": round((rss_watched - rss_before) / clients, 1) if clients else None,
+        "database_connections_max": max(connections, default=None),
         "runs": count,
         "steps_per_run": len(shape.with_synthesis()),
         "steps": steps,
@@ -60,15 +94,67 @@ def throughput_measure(
     }
 
 
+def _dispatch(run_ids: list[int], slots: int) -> metrics.Dispatch:
+    """Dispatch over every step of every run at once: the slots are shared by all the runs, so
+    a step is left out when all of them were busy, with any run's steps."""
+    timings = [
+        metrics.StepTiming(
+            f"{run_id}:{step_id}",
+            [f"{run_id}:{parent}" for parent in depends_on],
+            started_at.timestamp(),
+            finished_at.timestamp(),
+        )
+        for run_id, step_id, depends_on, started_at, finished_at in Step.objects.filter(
+            run_id__in=run_ids, started_at__isnull=False, finished_at__isnull=False
+        ).values_list("run_id", "step_id", "depends_on", "started_at", "finished_at")
+    ]
+    first = min((t.started_at for t in timings), default=0.0)
+    return metrics.dispatch_latencies(timings, first, slots)
+
+
+def _rss_kb(pid: int) -> int:
+    """A process's resident memory, from /proc (0 where there is none)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _database_connections() -> int:
+    """Connections to this database now (PostgreSQL; 0 elsewhere)."""
+    if connection.vendor != "postgresql":
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return int(cursor.fetchone()[0])
+
+
 def throughput_table(figures: dict[str, Any], database: str, slots: int) -> str:
-    return "\n".join(
-        [
-            f"Throughput on {database}, {slots} worker slots: {figures['runs']} runs of "
-            f"{figures['steps_per_run']} steps approved at once",
-            f"  {figures['steps']} steps in {figures['wall_s']:.2f} s: "
-            f"{figures['steps_per_s']:.1f} steps/s; CPU per step: worker "
-            f"{figures['worker_cpu_ms_per_step']} ms, whole stack "
-            f"{figures['stack_cpu_ms_per_step']} ms; runs that did not succeed: "
-            f"{figures['failed_runs']}",
-        ]
-    )
+    lines = [
+        f"Throughput on {database}, {slots} worker slots: {figures['runs']} runs of "
+        f"{figures['steps_per_run']} steps approved at once, {figures['clients']} WebSocket "
+        "clients watching them",
+        f"  {figures['steps']} steps in {figures['wall_s']:.2f} s: "
+        f"{figures['steps_per_s']:.1f} steps/s ({figures['steps_per_s_per_core']} per core; "
+        f"ceiling {figures['ceiling_steps_per_s']}); CPU per step: worker "
+        f"{figures['worker_cpu_ms_per_step']} ms, whole stack "
+        f"{figures['stack_cpu_ms_per_step']} ms; runs that did not succeed: "
+        f"{figures['failed_runs']}",
+        f"  dispatch p50 / p99 {figures['dispatch']['p50_ms']} / {figures['dispatch']['p99_ms']} "
+        f"ms ({figures['dispatch']['count']} steps; "
+        f"{figures['dispatch_waited_for_slot']} waited for a slot and are left out)",
+    ]
+    if figures["clients"]:
+        lines.append(
+            f"  WebSocket event p50 / p99 {figures['websocket']['p50_ms']} / "
+            f"{figures['websocket']['p99_ms']} ms over {figures['websocket']['count']} "
+            f"deliveries; ASGI server memory {figures['asgi_kb_per_client']} KB per client"
+        )
+    if figures["database_connections_max"] is not None and database == "postgresql":
+        lines.append(
+            f"  PostgreSQL connections held: at most {figures['database_connections_max']}"
+        )
+    return "\n".join(lines)

@@ -174,6 +174,37 @@ class Watchers:
 
         self.clients = self._call(connect_all(), CONNECT_TIMEOUT_S) if count else []
 
+    def watch_many(self, after: dict[int, int], count: int) -> None:
+        """Connect `count` clients dealt out over the runs of `after` (run id: the seq they want
+        events after), in turn; return once every one of them is subscribed."""
+        runs = list(after)
+
+        async def connect_all() -> list[_Client]:
+            return await asyncio.gather(
+                *(
+                    _connect(
+                        self.host,
+                        self.ports[i % len(self.ports)],
+                        f"/ws/runs/{runs[i % len(runs)]}/?after={after[runs[i % len(runs)]]}",
+                        self.cookie,
+                    )
+                    for i in range(count)
+                )
+            )
+
+        self.clients = self._call(connect_all(), CONNECT_TIMEOUT_S) if count else []
+
+    def wait_quiet(self, quiet_s: float, timeout: float) -> None:
+        """Wait until no client has received anything for `quiet_s` (or `timeout` passed)."""
+        deadline = time.monotonic() + timeout
+        seen = -1
+        while time.monotonic() < deadline:
+            now = sum(len(c.received) for c in self.clients)
+            if now == seen:
+                return
+            seen = now
+            time.sleep(quiet_s)
+
     def wait_for_seq(self, seq: int, timeout: float) -> bool:
         """Wait until every client has received the event with this seq (the run's last one)."""
         deadline = time.monotonic() + timeout

@@ -783,6 +783,9 @@ class Experiment(models.Model):
     stop_reason = models.CharField(max_length=300, blank=True)
     # Set while a person has paused it: no slot starts, and its runs are paused too.
     paused_at = models.DateTimeField(null=True, blank=True)
+    # The route ("provider:model") that judges its suite's judge checks, chosen when it was
+    # made; empty when the suite has none.
+    judge_route = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -814,6 +817,20 @@ class ExperimentRun(models.Model):
     passed = models.BooleanField(null=True, blank=True)
     # core.evaluation.CheckResult of each check, as [passed, detail] pairs.
     checks = models.JSONField(default=list, blank=True)
+    # The end of its run that was checked (the run's finished_at then): a run a person
+    # retried ends again later, and the slot is checked again then (`rechecks` counts that).
+    checked_end = models.DateTimeField(null=True, blank=True)
+    rechecks = models.PositiveIntegerField(default=0)
+    # The judge's verdicts on the run's end `judged_end`, [passed, detail] per judge check in
+    # the suite's order; made outside the experiment's lock (they are model calls) and read
+    # by the check.
+    judged = models.JSONField(null=True, blank=True)
+    judged_end = models.DateTimeField(null=True, blank=True)
+    # What judging cost: apart from the run's own figures, which judging leaves alone.
+    judge_calls = models.PositiveIntegerField(default=0)
+    judge_tokens_in = models.PositiveBigIntegerField(default=0)
+    judge_tokens_out = models.PositiveBigIntegerField(default=0)
+    judge_cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
 
     class Meta:
         ordering = ["experiment", "task_index", "arm", "repetition"]
@@ -926,8 +943,9 @@ class SearchDocument(models.Model):
     deliverable (the history's search looks in both).
 
     On SQLite the FTS5 table planner_ui_search_fts mirrors these rows through triggers, and on
-    PostgreSQL a GIN index covers their tsvector (migration 0026): a rebuild of this table by a
-    later migration on SQLite drops those triggers, so such a migration must make them again."""
+    PostgreSQL a GIN index covers their tsvector (migration plan_library): a rebuild of this
+    table by a later migration on SQLite drops those triggers, so such a migration must make
+    them again."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     run = models.OneToOneField(

@@ -8,6 +8,7 @@ chooses to, and no `<img>` survives the sanitizer either."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import nh3
@@ -35,7 +36,25 @@ _md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table"
 _md.add_render_rule("image", _image_as_link)
 
 
+# A run page renders every step's output; a finished output never changes, and rendering was
+# most of a finished 200-step run's page (bench.pages). Small ones are kept, at most about
+# _CACHED x _CACHED_CHARS of text per process.
+_CACHED = 1024
+_CACHED_CHARS = 16_000
+
+
 def markdown_to_safe_html(text: str) -> str:
+    if len(text or "") <= _CACHED_CHARS:
+        return _cached_html(text or "")
+    return _safe_html(text)
+
+
+@lru_cache(maxsize=_CACHED)
+def _cached_html(text: str) -> str:
+    return _safe_html(text)
+
+
+def _safe_html(text: str) -> str:
     return nh3.clean(
         _md.render(text or ""),
         tags=ALLOWED_TAGS,

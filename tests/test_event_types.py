@@ -14,9 +14,8 @@ APP = REPO / "planner_ui"
 # What appends an event: event_append(run_id, type, ...), events_append(run_id, [(type, ...)]),
 # and an executor's on_event(type, payload).
 APPENDERS = {"event_append", "events_append", "on_event"}
-# The hot path's modules still pass literals; other engineers change them in parallel, so they
-# move to the catalogue's names with their next change (issue 33). None may be added.
-KNOWN_LITERALS = {"planner_ui/services/scheduler.py": 8, "planner_ui/services/steps.py": 5}
+# Every module passes the catalogue's names now (issue 33); none may pass a literal again.
+KNOWN_LITERALS: dict[str, int] = {}
 
 
 def _literal_types(path: Path) -> list[str]:

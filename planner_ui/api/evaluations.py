@@ -69,6 +69,12 @@ class ExperimentIn(Schema):
     budget_usd: UsdBudget | None = None
     budget_tokens: TokenBudget | None = None
     tool_policy: Literal["dry_run", "ask"] = "dry_run"
+    judge: str = Field(
+        "",
+        max_length=200,
+        description="Route (PROVIDER:MODEL) of the model judging the suite's judge checks; "
+        "empty: the suite's, else the settings' judge, else their synthesizer's.",
+    )
 
 
 class ExperimentSummary(Schema):
@@ -126,6 +132,7 @@ def experiment_start(request: HttpRequest, payload: ExperimentIn) -> Status:
         budget_tokens=payload.budget_tokens,
         tool_policy=payload.tool_policy,
         suite_row=row,
+        judge=payload.judge,
     )
     return Status(201, experiment_results(experiment).as_dict())
 

@@ -53,6 +53,18 @@ def ancestors(deps: Deps, node: str) -> set[str]:
     return seen
 
 
+def upstream_done(deps: Deps, done: Iterable[str]) -> set[str]:
+    """The steps every one of whose ancestors is in `done`: `ancestors(deps, s) <= done` for
+    every step at once, in one pass in topological order rather than a walk per step (a
+    finished run of 1,000 steps asked it of each step for its fork buttons)."""
+    done_set = set(done)
+    clear: set[str] = set()
+    for node in topological_order(deps):
+        if all(p in done_set and p in clear for p in deps[node] if p in deps):
+            clear.add(node)
+    return clear
+
+
 def descendants(deps: Deps, node: str) -> set[str]:
     """Every step that waits for `node`, directly or through others."""
     below = dependents(deps)

@@ -102,8 +102,17 @@ class JsonSchemaCheck(_Check):
         return schema
 
 
+class JudgeCheck(_Check):
+    """A judge model reads the deliverable (and the run's small text files) and decides
+    whether it meets the rubric; its calls are accounted apart from the run's (see
+    services.evaluations). `file` is not used: the judge sees them all."""
+
+    type: Literal["judge"]
+    rubric: str = Field(min_length=1, max_length=4000)
+
+
 Check = Annotated[
-    ContainsCheck | RegexCheck | NumberCheck | FileCheck | JsonSchemaCheck,
+    ContainsCheck | RegexCheck | NumberCheck | FileCheck | JsonSchemaCheck | JudgeCheck,
     Field(discriminator="type"),
 ]
 
@@ -123,6 +132,9 @@ class Suite(BaseModel):
 
     name: str = Field(pattern=_SLUG)
     description: str = Field("", max_length=2000)
+    # The route of the model that judges its judge checks ("provider:model"); empty: the
+    # experiment's, else the settings' judge, else their synthesizer's.
+    judge: str = Field("", max_length=200)
     tasks: list[SuiteTask] = Field(min_length=1, max_length=MAX_SUITE_TASKS)
 
     @field_validator("tasks")
@@ -212,11 +224,25 @@ def numbers_in(text: str) -> list[float]:
     return found
 
 
+def judge_checks(task: SuiteTask) -> list[JudgeCheck]:
+    return [check for check in task.checks if isinstance(check, JudgeCheck)]
+
+
 def check_run(
-    task: SuiteTask, deliverable: str, files: Mapping[str, bytes | str]
+    task: SuiteTask,
+    deliverable: str,
+    files: Mapping[str, bytes | str],
+    judged: Sequence[CheckResult] = (),
 ) -> list[CheckResult]:
-    """Each of the task's checks against what its run delivered and the files it left."""
-    return [_check(check, deliverable, files) for check in task.checks]
+    """Each of the task's checks against what its run delivered and the files it left; the
+    judge checks' results are `judged`, in their order (given by whoever asked the judge)."""
+    verdicts = iter(judged)
+    return [
+        next(verdicts, CheckResult(False, "not judged"))
+        if isinstance(check, JudgeCheck)
+        else _check(check, deliverable, files)
+        for check in task.checks
+    ]
 
 
 def checks_pass(results: Iterable[CheckResult]) -> bool:
@@ -301,6 +327,44 @@ def _json_in(text: str) -> Any:
 def _quote(text: str) -> str:
     flat = " ".join(text.split())
     return repr(flat if len(flat) <= QUOTED_CHARS else flat[: QUOTED_CHARS - 1] + "…")
+
+
+# --- the judge's answer -------------------------------------------------------------------------
+
+# What a judge must answer, exactly: the schema goes with the request where the model can be
+# held to it, and the answer is read by judge_verdict whether or not it was.
+JUDGE_VERDICTS = ("pass", "fail")
+JUDGE_REASON_CHARS = 2000
+JUDGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": list(JUDGE_VERDICTS)},
+        "reason": {"type": "string", "minLength": 1, "maxLength": JUDGE_REASON_CHARS},
+    },
+    "required": ["verdict", "reason"],
+    "additionalProperties": False,
+}
+JUDGE_ERROR = "judge error"
+
+
+def judge_verdict(answer: str) -> CheckResult:
+    """The judge's answer read strictly: the whole answer is one JSON object with exactly a
+    verdict ("pass" or "fail") and a reason. Anything else is an error, never a pass: a judge
+    that wrote back a deliverable's own "verdict: pass" among other text has not answered."""
+    try:
+        value = json.loads(answer)
+    except ValueError:
+        return CheckResult(
+            False, f"{JUDGE_ERROR}: the answer is not one JSON object: {_quote(answer)}"
+        )
+    validator = jsonschema.validators.validator_for(JUDGE_SCHEMA)(JUDGE_SCHEMA)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is not None:
+        return CheckResult(
+            False, f"{JUDGE_ERROR}: the answer is not of the shape asked for ({error.message})"
+        )
+    reason = " ".join(value["reason"].split())
+    return CheckResult(value["verdict"] == "pass", f"judge: {value['verdict']}: {reason}")
 
 
 # --- arms ---------------------------------------------------------------------------------------
@@ -398,6 +462,10 @@ class SlotFigures:
     # The longest chain of dependent steps, by their measured durations: what the run would
     # have taken with every independent step side by side and no planning.
     critical_path_s: float = 0.0
+    # What judging its deliverable cost: apart from the run's own figures above.
+    judge_calls: int = 0
+    judge_tokens: int = 0
+    judge_cost_usd: Decimal = Decimal(0)
 
 
 def critical_path_s(steps: Mapping[str, tuple[Sequence[str], float]]) -> float:
@@ -421,6 +489,10 @@ class ArmFigures:
     wall_s: float = 0.0
     critical_path_s: float = 0.0
     interval: tuple[float, float] = (0.0, 1.0)
+    # Judging its runs' deliverables: not in the figures above, nor in the ratios.
+    judge_calls: int = 0
+    judge_tokens: int = 0
+    judge_cost_usd: Decimal = Decimal(0)
     # This arm's figure ÷ the first arm's, by figure name; None where the first arm's is 0.
     ratios: dict[str, float | None] = field(default_factory=dict)
 
@@ -455,6 +527,11 @@ class ArmFigures:
             "wall_s": round(self.wall_s, 3),
             "critical_path_s": round(self.critical_path_s, 3),
             "ratios": self.ratios,
+            "judging": {
+                "model_calls": self.judge_calls,
+                "tokens": self.judge_tokens,
+                "cost_usd": str(self.judge_cost_usd),
+            },
         }
 
 
@@ -490,6 +567,9 @@ def arms_figures(arm_names: Sequence[str], slots: Iterable[SlotFigures]) -> list
         figures.cost_usd += slot.cost_usd
         figures.wall_s += slot.wall_s
         figures.critical_path_s += slot.critical_path_s
+        figures.judge_calls += slot.judge_calls
+        figures.judge_tokens += slot.judge_tokens
+        figures.judge_cost_usd += slot.judge_cost_usd
     arms = list(by_arm.values())
     for figures in arms:
         figures.interval = wilson_interval(figures.successes, figures.runs)

@@ -23,6 +23,8 @@ class Block(StrEnum):
     REVISION_REQUEST = "revision_request"
     OUTPUTS = "outputs"
     FAILURES = "failures"
+    # What an evaluation's judge holds a deliverable to (the suite's author wrote it).
+    RUBRIC = "rubric"
     # What an MCP server says of its own tools: the planner's list of them, and one tool's.
     TOOL_DESCRIPTIONS = "tool_descriptions"
     TOOL_DESCRIPTION = "tool_description"

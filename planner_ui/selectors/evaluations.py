@@ -70,6 +70,7 @@ class Results:
             "paused": experiment.paused_at is not None,
             "stop_reason": experiment.stop_reason,
             "repeat": experiment.repeat,
+            "judge": experiment.judge_route,
             "checked": self.checked,
             "total": self.total,
             "arms": [figures.as_dict() for figures in self.arms],
@@ -97,6 +98,13 @@ def _slot_dict(slot: ExperimentRun) -> dict[str, Any]:
         "tokens_out": run.tokens_out if run else 0,
         "cost_usd": str(run.cost_usd) if run else "0",
         "wall_s": round(wall_seconds(slot), 3),
+        # Checked again since: a person retried its run and it ended anew.
+        "rechecks": slot.rechecks,
+        "judging": {
+            "model_calls": slot.judge_calls,
+            "tokens": slot.judge_tokens_in + slot.judge_tokens_out,
+            "cost_usd": str(slot.judge_cost_usd),
+        },
     }
 
 
@@ -143,6 +151,9 @@ def experiment_results(experiment: Experiment) -> Results:
                 cost_usd=s.run.cost_usd if s.run else Decimal(0),
                 wall_s=wall_seconds(s),
                 critical_path_s=paths.get(s.run_id or 0, 0.0),
+                judge_calls=s.judge_calls,
+                judge_tokens=s.judge_tokens_in + s.judge_tokens_out,
+                judge_cost_usd=s.judge_cost_usd,
             )
             for s in checked
         ),

@@ -1,6 +1,6 @@
 """Full-text search over models.SearchDocument, on either database: SQLite's FTS5 table (kept by
-triggers, migration 0026) or PostgreSQL's tsvector (a GIN index covers it). The words come from
-core.search, so nothing a person types is query syntax on either.
+triggers, migration plan_library) or PostgreSQL's tsvector (a GIN index covers it). The words
+come from core.search, so nothing a person types is query syntax on either.
 
 Two uses: the closest plans to a task (the plan library a person may see and their own runs
 that succeeded: never another person's private run), and the history's search box."""

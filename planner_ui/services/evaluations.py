@@ -4,7 +4,13 @@ ordinary runs on the workers, checking each run as it ends, and stopping at the 
 An experiment advances in one place, `experiment_advance`, under its row lock: the end of each
 of its runs asks for it (services.scheduler), and so does every sweep, so a lost message or a
 dead worker only delays it. A slot gets its run in the transaction that creates the run, and
-is checked once, when `passed` is still empty: a slot runs once and counts once.
+is checked when its run ends: once, and again only if a person retried the run and it ended
+anew (the slot's result follows the run; it still counts once).
+
+A judge check is a model call: it is made before the lock is taken, on the worker that
+advances, under a lease per slot (a dead worker's lease lapses and the next advance judges
+again), and its verdicts wait on the slot for the check. Its calls are added to the slot's own
+judging figures, never to the run's.
 """
 
 from __future__ import annotations
@@ -14,34 +20,44 @@ from contextlib import suppress
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
+from django.db.models import F, Q, Sum
 from django.utils import timezone
 from pydantic import TypeAdapter, ValidationError
 
 from planner_ui import tasks
+from planner_ui.agents.judge import judge
+from planner_ui.core import pricing
 from planner_ui.core.bounds import TokenBudget, UsdBudget
 from planner_ui.core.effects import PolicyMode
-from planner_ui.core.errors import InvalidTransition
+from planner_ui.core.errors import InvalidTransition, ProviderError
 from planner_ui.core.evaluation import (
+    JUDGE_ERROR,
     MAX_REPEAT,
     Arm,
     ArmKind,
+    CheckResult,
     EvaluationError,
     Suite,
     arms_check,
     check_run,
     checks_pass,
+    judge_checks,
     suite_load,
 )
-from planner_ui.core.routing import RouteError
+from planner_ui.core.routing import SYNTHESIZER, RouteError, parse_route
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
 from planner_ui.models import EvaluationSuite, Experiment, ExperimentRun, Run
+from planner_ui.providers.base import Provider
+from planner_ui.providers.metered import CallRecord, MeteredProvider
 
+from .accounting import price_of
 from .baselines import single_agent_create
-from .providers import routes_for_run
+from .leases import task_lease
+from .providers import check_available, provider_build, routes_for_run
 from .runs import RunInputError, run_create, run_pause, run_resume
 from .scheduler import run_end
 
@@ -77,8 +93,10 @@ def experiment_create(
     budget_tokens: int | None = None,
     tool_policy: str = PolicyMode.DRY_RUN,
     suite_row: EvaluationSuite | None = None,
+    judge: str = "",
 ) -> Experiment:
-    """Make the experiment and all its slots, and have a worker start the first ones."""
+    """Make the experiment and all its slots, and have a worker start the first ones.
+    `judge` is the route of the model judging the suite's judge checks (else the suite's)."""
     arms = arms_check(arms)
     if not 1 <= repeat <= MAX_REPEAT:
         raise EvaluationError(f"Repeat each task 1 to {MAX_REPEAT} times.")
@@ -98,6 +116,7 @@ def experiment_create(
             routes_for_run(arm.routes)
         except RouteError as exc:
             raise EvaluationError(f"Arm {arm.name}: {exc}") from None
+    judge_route = _judge_route(suite, judge)
     with transaction.atomic():
         experiment = Experiment.objects.create(
             owner=owner,
@@ -110,6 +129,7 @@ def experiment_create(
             budget_usd=budget_usd,
             budget_tokens=budget_tokens,
             tool_policy=tool_policy,
+            judge_route=judge_route,
         )
         # Repetition first, then task, then arm: whatever stops it early, the arms have run
         # the same tasks about as often.
@@ -121,6 +141,23 @@ def experiment_create(
         )
         advance_enqueue(experiment.pk)
     return experiment
+
+
+def _judge_route(suite: Suite, chosen: str) -> str:
+    """The judge's route, as its label: the experiment's choice, the suite's, the settings'
+    judge, else their synthesizer's (one judge for every arm, whatever the arms' routes).
+    Empty when the suite has no judge check."""
+    if not any(judge_checks(task) for task in suite.tasks):
+        return ""
+    try:
+        label = chosen.strip() or suite.judge.strip() or settings.AGENTSITE_JUDGE_MODEL.strip()
+        if not label:
+            label = routes_for_run(check=False)[SYNTHESIZER].label
+        route = parse_route(label, settings.AGENTSITE_PROVIDER)
+        check_available(route)
+    except RouteError as exc:
+        raise EvaluationError(f"Judge: {exc}") from None
+    return route.label
 
 
 def _within(name: str, bound: object, value: object) -> None:
@@ -137,18 +174,22 @@ def advance_enqueue(experiment_id: int) -> None:
     transaction.on_commit(lambda: tasks.experiment_advance.delay(experiment_id))
 
 
-def experiment_advance(experiment_id: int) -> Experiment:
-    """Check the slots whose run ended, stop at the budget, start slots up to the concurrency
-    limit, and close the experiment when every slot is checked. Safe to call any time."""
+def experiment_advance(experiment_id: int, *, judging: bool = True) -> Experiment:
+    """Judge and check the slots whose run ended, stop at the budget, start slots up to the
+    concurrency limit, and close the experiment when every slot is checked. Safe to call any
+    time; on a finished experiment it only checks again the runs a person retried. Without
+    `judging` (a caller that is not a worker), a slot waiting for its judge waits on."""
+    if judging:
+        _judge_ended(experiment_id)
     with transaction.atomic():
         experiment = Experiment.objects.select_for_update().get(pk=experiment_id)
-        if experiment.is_finished:
-            return experiment
         suite = Suite.model_validate(experiment.suite_snapshot)
         slots = list(experiment.slots.select_related("run"))
         for slot in slots:
-            if slot.passed is None and slot.run is not None and slot.run.is_finished:
+            if _to_check(experiment, slot) and _judged(slot, suite):
                 _check_slot(slot, suite)
+        if experiment.is_finished:
+            return experiment
         if reason := _over_budget(experiment):
             _stop(experiment, slots, Experiment.Status.STOPPED, reason)
             return experiment
@@ -179,7 +220,7 @@ def experiment_pause(experiment_id: int, user: AbstractBaseUser) -> Experiment:
         experiment.paused_at = timezone.now()
         experiment.save(update_fields=["paused_at"])
         for run_id in _going(experiment):
-            with suppress(InvalidTransition):  # still planning, or paused by the person
+            with suppress(InvalidTransition):  # paused by the person already
                 run_pause(run_id, user)
     return experiment
 
@@ -223,24 +264,122 @@ def experiment_cancel(experiment_id: int, user: AbstractBaseUser) -> Experiment:
 
 
 def experiments_advance_running() -> int:
-    """Ask for every running experiment to advance: the sweep's part (a run's end whose message
-    was lost, a worker that died while it advanced one)."""
-    ids = list(
-        Experiment.objects.filter(status=Experiment.Status.RUNNING).values_list("pk", flat=True)
-    )
+    """Ask for every experiment to advance that has something to do: the sweep's part (a run's
+    end whose message was lost, a worker that died while it advanced or judged)."""
+    ids = experiments_to_advance()
     for experiment_id in ids:
         tasks.experiment_advance.delay(experiment_id)
     return len(ids)
 
 
+def experiments_to_advance() -> list[int]:
+    """The running experiments, and the finished ones with a counted run that ended anew."""
+    re_ended = ExperimentRun.objects.filter(
+        passed__isnull=False, run__finished_at__isnull=False
+    ).exclude(checked_end=F("run__finished_at"))
+    return list(
+        Experiment.objects.filter(
+            Q(status=Experiment.Status.RUNNING) | Q(pk__in=re_ended.values("experiment_id"))
+        ).values_list("pk", flat=True)
+    )
+
+
+def _to_check(experiment: Experiment, slot: ExperimentRun) -> bool:
+    """Whether the slot's run ended and that end was not checked: a run going for the first
+    time while the experiment runs, or a counted one a person retried that ended again."""
+    run = slot.run
+    if run is None or not run.is_finished:
+        return False
+    if slot.passed is None:
+        # Once the experiment is over, a slot never counted stays so (the stop cut it short).
+        return not experiment.is_finished
+    return slot.checked_end != run.finished_at
+
+
+def _judged(slot: ExperimentRun, suite: Suite) -> bool:
+    """Whether the judge's verdicts on this end of the run are in (or none are needed)."""
+    assert slot.run is not None
+    task = suite.tasks[slot.task_index]
+    return not judge_checks(task) or slot.judged_end == slot.run.finished_at
+
+
 def _check_slot(slot: ExperimentRun, suite: Suite) -> None:
     run = slot.run
     assert run is not None
-    files = {f.path: bytes(f.content) for f in run.files.all()}
-    results = check_run(suite.tasks[slot.task_index], run.result, files)
+    judged = [CheckResult(passed, detail) for passed, detail in slot.judged or []]
+    results = check_run(suite.tasks[slot.task_index], run.result, _files(run), judged)
+    if slot.passed is not None:
+        slot.rechecks += 1  # its run was retried and ended again: the slot follows it
     slot.checks = [[r.passed, r.detail] for r in results]
     slot.passed = run.status == RunStatus.SUCCEEDED and checks_pass(results)
-    slot.save(update_fields=["checks", "passed"])
+    slot.checked_end = run.finished_at
+    slot.save(update_fields=["checks", "passed", "checked_end", "rechecks"])
+
+
+def _files(run: Run) -> dict[str, bytes]:
+    return {f.path: bytes(f.content) for f in run.files.all()}
+
+
+# --- the judge ----------------------------------------------------------------------------
+
+
+def _judge_ended(experiment_id: int) -> None:
+    """Have the judge give its verdicts on the runs that ended and are still to be checked.
+    Outside any transaction: a judge's call may take a minute, and holds no lock meanwhile."""
+    experiment = Experiment.objects.get(pk=experiment_id)
+    if not experiment.judge_route:
+        return
+    suite = Suite.model_validate(experiment.suite_snapshot)
+    for slot in experiment.slots.select_related("run"):
+        if _to_check(experiment, slot) and not _judged(slot, suite):
+            with task_lease("judge", slot.pk) as mine:
+                if mine:  # else a live worker is judging it: its advance checks it after
+                    _judge_slot(experiment, slot, suite)
+
+
+def _judge_slot(experiment: Experiment, slot: ExperimentRun, suite: Suite) -> None:
+    # Judged by another worker between the read and the lease: nothing left to do.
+    judged_end, run_end_at = ExperimentRun.objects.filter(pk=slot.pk).values_list(
+        "judged_end", "run__finished_at"
+    )[0]
+    if run_end_at is None or judged_end == run_end_at:
+        return
+    run = Run.objects.get(pk=slot.run_id)
+    task = suite.tasks[slot.task_index]
+    checks = judge_checks(task)
+    if run.status != RunStatus.SUCCEEDED:
+        # The slot fails whatever the judge would say: no call is worth paying for.
+        results = [CheckResult(False, "not judged: its run did not succeed") for _ in checks]
+    else:
+        try:
+            provider = _judge_provider(experiment.judge_route, slot.pk)
+        except (ProviderError, RouteError) as exc:
+            results = [CheckResult(False, f"{JUDGE_ERROR}: no judge: {exc}") for _ in checks]
+        else:
+            files = _files(run)
+            results = [judge(provider, task.task, check, run.result, files) for check in checks]
+    ExperimentRun.objects.filter(pk=slot.pk).update(
+        judged=[[r.passed, r.detail] for r in results], judged_end=run.finished_at
+    )
+
+
+def _judge_provider(label: str, slot_id: int) -> Provider:
+    """The judge's model, each call added to the slot's judging figures (not to its run's)."""
+    route = parse_route(label, settings.AGENTSITE_PROVIDER)
+    inner = provider_build(route)
+
+    def record(call: CallRecord) -> None:
+        usage = call.usage
+        price = price_of(call.provider, call.model, inner.model)
+        cost = pricing.call_cost(usage, price) if price is not None else Decimal(0)
+        ExperimentRun.objects.filter(pk=slot_id).update(
+            judge_calls=F("judge_calls") + 1,
+            judge_tokens_in=F("judge_tokens_in") + usage.input_tokens,
+            judge_tokens_out=F("judge_tokens_out") + usage.output_tokens,
+            judge_cost_usd=F("judge_cost_usd") + cost,
+        )
+
+    return MeteredProvider(inner, gate=lambda purpose: None, record=record)
 
 
 def _start_slot(
@@ -278,10 +417,20 @@ class _Left:
 
 
 def _spent(experiment: Experiment) -> tuple[Decimal, int]:
+    """What its runs and its judge spent: the budget covers both."""
     spent = Run.objects.filter(experiment_slot__experiment=experiment).aggregate(
         cost=Sum("cost_usd"), tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out")
     )
-    return spent["cost"] or Decimal(0), (spent["tokens_in"] or 0) + (spent["tokens_out"] or 0)
+    judging = experiment.slots.aggregate(
+        cost=Sum("judge_cost_usd"),
+        tokens_in=Sum("judge_tokens_in"),
+        tokens_out=Sum("judge_tokens_out"),
+    )
+    cost = (spent["cost"] or Decimal(0)) + (judging["cost"] or Decimal(0))
+    tokens = sum(
+        figures[key] or 0 for figures in (spent, judging) for key in ("tokens_in", "tokens_out")
+    )
+    return cost, tokens
 
 
 def _over_budget(experiment: Experiment) -> str:

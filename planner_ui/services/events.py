@@ -184,6 +184,12 @@ def _number_and_store(events: list[RunEvent]) -> None:
     after_commit().publish_all(_message(event) for event in events)
 
 
+def events_stored(events: list[RunEvent]) -> None:
+    """Publish events a caller's own statement numbered and stored (steps' one-statement claim on
+    PostgreSQL), as _number_and_store publishes the ones it stores: after commit."""
+    after_commit().publish_all(_message(event) for event in events)
+
+
 def _message(event: RunEvent) -> tuple[str, dict[str, Any]]:
     return (
         run_group(event.run_id),

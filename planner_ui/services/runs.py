@@ -296,13 +296,19 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
     return run
 
 
+# The statuses a run may be paused in: before its plan is approved too, so that a run paused
+# while it plans gets its plan and holds its steps (dispatch_ready starts none while paused).
+_PAUSABLE = (RunStatus.PLANNING, RunStatus.AWAITING_PLAN_APPROVAL, RunStatus.RUNNING)
+
+
 def run_pause(run_id: int, user: AbstractBaseUser) -> Run:
     """Start no new step until resumed. Steps already started carry on to the end of their
-    step (a step waiting for an approval goes on once it is decided); the pause is kept in the
-    database, so restarts do not lift it."""
+    step (a step waiting for an approval goes on once it is decided); a run still planning
+    makes its plan and starts none of its steps. The pause is kept in the database, so
+    restarts do not lift it."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        if run.status != RunStatus.RUNNING or run.paused_at:
+        if run.status not in _PAUSABLE or run.paused_at:
             state = "paused already" if run.paused_at else run.get_status_display()
             raise InvalidTransition(f"This run is {state}, so it cannot be paused.")
         run.paused_at = timezone.now()
@@ -315,7 +321,7 @@ def run_resume(run_id: int, user: AbstractBaseUser) -> Run:
     """Go on from a pause: the steps that became ready meanwhile start now."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        if run.status != RunStatus.RUNNING or not run.paused_at:
+        if run.status not in _PAUSABLE or not run.paused_at:
             raise InvalidTransition(
                 f"This run is {run.get_status_display()} and not paused, so there is nothing "
                 "to resume."
@@ -323,8 +329,10 @@ def run_resume(run_id: int, user: AbstractBaseUser) -> Run:
         run.paused_at = None
         run.save(update_fields=["paused_at"])
         event_append(run_id, EventType.RUN_RESUMED, {"by": user.get_username()})
-        dispatch_ready(run)
-        run_finish_if_done(run)
+        if run.status == RunStatus.RUNNING:
+            # Before its plan is approved, a run has no step to start: its approval does that.
+            dispatch_ready(run)
+            run_finish_if_done(run)
     return run
 
 

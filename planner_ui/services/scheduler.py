@@ -126,7 +126,7 @@ def _may_dispatch(run: Run) -> bool:
 def _dispatch(run: Run, ready: list[str], carry: Carry | None) -> list[str]:
     """Hand steps just moved to queued on: their events, the carried one to the caller, the
     rest to the queue once the transaction commits."""
-    events_append(run.pk, [("step.queued", {}, step_id) for step_id in ready])
+    events_append(run.pk, [(EventType.STEP_QUEUED, {}, step_id) for step_id in ready])
     sent = ready
     if carry is not None and ready:
         carry.pk = carry.claim(ready[0])
@@ -198,7 +198,7 @@ def step_resume(run_id: int, step_id: str) -> bool:
         StepStatus.QUEUED, only_from={StepStatus.WAITING}, queued_at=timezone.now()
     ):
         return False  # not waiting (the run ended, or it was resumed already)
-    event_append(run_id, "step.queued", {"resumed": True}, step_id=step_id)
+    event_append(run_id, EventType.STEP_QUEUED, {"resumed": True}, step_id=step_id)
     _enqueue(run_id, tasks.execute_step, run_id, step_id, step_id=step_id)
     return True
 
@@ -249,7 +249,7 @@ def step_settled(
             StepStatus.SKIPPED, only_from={StepStatus.PENDING}, error=reason
         )
         for pending_id in pending:
-            event_append(run.pk, "step.skipped", {"reason": reason}, step_id=pending_id)
+            event_append(run.pk, EventType.STEP_SKIPPED, {"reason": reason}, step_id=pending_id)
     run_finish_if_done(run)
 
 
@@ -271,14 +271,14 @@ def replan_start(run: Run, step_id: str, error: str) -> bool:
     if run.replans >= run.max_replans:
         event_append(
             run.pk,
-            "plan.replan_cap",
+            EventType.PLAN_REPLAN_CAP,
             {"replans": run.replans, "cap": run.max_replans},
             step_id=step_id,
         )
         return False
     run.replanning = True
     run.save(update_fields=["replanning"])
-    event_append(run.pk, "plan.replanning", {"error": error}, step_id=step_id)
+    event_append(run.pk, EventType.PLAN_REPLANNING, {"error": error}, step_id=step_id)
     _enqueue(run.pk, tasks.replan_task, run.pk, step_id)
     return True
 
@@ -307,7 +307,7 @@ def run_finish_if_done(run: Run) -> None:
     run_outcome_set(run, steps)
     run.save()
     search_index_run(run, steps)
-    event_append(run.pk, "run.status", _status_payload(run))
+    event_append(run.pk, EventType.RUN_STATUS, _status_payload(run))
     _experiment_tell(run)
 
 
@@ -349,7 +349,7 @@ def run_end(run: Run, status: RunStatus, reason: str) -> None:
     )
     approvals_withdraw(run.pk, reason)
     search_index_run(run)
-    event_append(run.pk, "run.status", _status_payload(run))
+    event_append(run.pk, EventType.RUN_STATUS, _status_payload(run))
     _experiment_tell(run)
 
 
@@ -367,6 +367,6 @@ def approvals_withdraw(run_id: int, reason: str) -> int:
         state=Approval.State.WITHDRAWN, reason=reason, decided_at=timezone.now()
     )
     if count:
-        event_append(run_id, "approval.withdrawn", {"count": count, "reason": reason})
+        event_append(run_id, EventType.APPROVAL_WITHDRAWN, {"count": count, "reason": reason})
         owner_notify(run_id)
     return count

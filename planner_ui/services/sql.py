@@ -7,6 +7,7 @@ they changed with `RETURNING`, so no write is followed by a read of the same row
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -82,6 +83,11 @@ def _qmarks(sql: str) -> str:
 def decimal_of(value: Any) -> Decimal:
     """A DECIMAL column read back: PostgreSQL gives a Decimal, SQLite a float or an integer."""
     return value if isinstance(value, Decimal) else Decimal(str(value)).quantize(Decimal("1e-6"))
+
+
+def json_loaded(value: Any) -> Any:
+    """A `json` value a statement built (json_agg): decoded, whether or not the driver did."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def json_of(field: models.Field, value: Any) -> Any:
@@ -316,11 +322,28 @@ def load(model: type[_M], pk: Any, *, fields: tuple[str, ...] | None = None, loc
     With `lock`, the row is locked until commit where the database locks rows: "update" as
     `select_for_update()` does; "key share" (PostgreSQL) only against those, so that other key
     shares and plain UPDATEs of the row go on meanwhile."""
-    select, names, converters = _reader(model, fields, lock)
+    select, _, _ = _reader(model, fields, lock)
     found = rows(select, [pk])
     if not found:
         raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")
-    values = list(found[0])
+    return instance_of(model, found[0], fields=fields)
+
+
+def columns(model: type[models.Model], *, prefix: str = "") -> str:
+    """Every column of the model, in the order `instance_of` reads them: what a RETURNING or a
+    SELECT writes to give a whole row (`prefix`: a table's alias, with its dot)."""
+    return ", ".join(
+        prefix + connection.ops.quote_name(field.column) for field in model._meta.concrete_fields
+    )
+
+
+def instance_of(
+    model: type[_M], values: Sequence[Any], *, fields: tuple[str, ...] | None = None
+) -> _M:
+    """A row read back as the ORM would give it: `values` are the model's columns as `columns`
+    lists them (only `fields` and the key, as `load` reads them, when given)."""
+    _, names, converters = _reader(model, fields, "")
+    values = list(values[: len(names)])
     for index, funcs, expression in converters:
         value = values[index]
         for convert in funcs:

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -22,15 +22,22 @@ from planner_ui.agents.checkpoint import Checkpoint
 from planner_ui.agents.executor import StepOutcome, StepPaused, StepSpec, run_step
 from planner_ui.agents.synthesizer import synthesize
 from planner_ui.core.errors import AgentError, RunStopped
+from planner_ui.core.events import EventType, check_event
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import RunStatus, StepStatus, step_sources
-from planner_ui.models import Approval, Run, Step
+from planner_ui.models import Approval, Run, RunEvent, Step
 from planner_ui.selectors.tools import tools_for_step
 
 from . import sql
 from .approvals import approval_find
 from .baselines import is_single_agent
-from .events import event_append, events_at_end, events_held, events_held_again
+from .events import (
+    event_append,
+    events_at_end,
+    events_held,
+    events_held_again,
+    events_stored,
+)
 from .files import workspace_checkout, workspace_drop
 from .gate import tool_context, tool_runner
 from .leases import step_heartbeat
@@ -51,6 +58,8 @@ def step_claim(run_id: int, step_id: str, worker: str, *, redelivered: bool = Fa
     A redelivered task may take over a running step whose heartbeat stopped; StepBusy means the
     heartbeat is still fresh, so another worker may still be on it."""
     began = timezone.now()
+    if connection.vendor == "postgresql":
+        return _claim_whole(run_id, step_id, worker, began=began, redelivered=redelivered)
     with transaction.atomic():
         pk = _claim(run_id, step_id, worker, began=began, redelivered=redelivered)
     # Read once the write lock is let go: loading the step and its run was most of the
@@ -70,9 +79,31 @@ def _claim(
     """The claim itself, in the caller's transaction: the step's key, or None."""
     # Stamped once this worker holds the database's write lock, as the finish is.
     now = timezone.now()
+    claimable, params = _claimable(run_id, step_id, worker, now, redelivered)
     # One conditional UPDATE, joined with the run's status rather than locking its row: a
     # cancel that commits first leaves nothing claimable, one that commits after stops the
     # step at its next call.
+    # On PostgreSQL the run's row is key-shared before the step's is locked, in the order a
+    # cancel takes them (run, then its steps): taken the other way round, a claim and a cancel
+    # at once would each wait for the other until the server broke the deadlock, a second on.
+    claimed = sql.rows(
+        _CLAIM.format(claimable=claimable, locked=sql.locking("key share"), clock=sql.clock()),
+        params,
+    )
+    if not claimed:
+        _not_claimed(run_id, step_id, redelivered)
+        return None
+    ((pk, attempts),) = claimed
+    started = {"attempt": attempts, **_started(now, began, worker, carried_from)}
+    event_append(run_id, EventType.STEP_STARTED, started, step_id=step_id)
+    return pk
+
+
+def _claimable(
+    run_id: int, step_id: str, worker: str, now: datetime, redelivered: bool
+) -> tuple[str, list[Any]]:
+    """The claim's condition on the step's status, and every parameter of _CLAIM (or of
+    _CLAIM_WHOLE's first statement) in their order."""
     params: list[Any] = [StepStatus.RUNNING.value, sql.when(now), worker]
     params += [run_id, step_id, _QUEUED.value]
     claimable = "status = %s"
@@ -86,33 +117,28 @@ def _claim(
         )
         params += [_TAKEN_OVER.value, *stale_params]
     params += [run_id, RunStatus.RUNNING.value]
-    # On PostgreSQL the run's row is key-shared before the step's is locked, in the order a
-    # cancel takes them (run, then its steps): taken the other way round, a claim and a cancel
-    # at once would each wait for the other until the server broke the deadlock, a second on.
-    claimed = sql.rows(
-        _CLAIM.format(claimable=claimable, locked=sql.locking("key share"), clock=sql.clock()),
-        params,
-    )
-    if not claimed:
-        if (
-            redelivered
-            and Step.objects.filter(
-                run_id=run_id,
-                step_id=step_id,
-                status=StepStatus.RUNNING,
-                run__status=RunStatus.RUNNING,
-            ).exists()
-        ):
-            raise StepBusy(step_id)
-        return None
-    ((pk, attempts),) = claimed
-    started: dict[str, Any] = {"attempt": attempts, "worker": worker}
+    return claimable, params
+
+
+def _not_claimed(run_id: int, step_id: str, redelivered: bool) -> None:
+    """After a claim that took nothing: StepBusy when a redelivered step is still running."""
+    if (
+        redelivered
+        and Step.objects.filter(
+            run_id=run_id,
+            step_id=step_id,
+            status=StepStatus.RUNNING,
+            run__status=RunStatus.RUNNING,
+        ).exists()
+    ):
+        raise StepBusy(step_id)
+
+
+def _started(now: datetime, began: datetime | None, worker: str, carried_from: str) -> dict:
+    """The step.started event's payload, but for its attempt (the claim counts it)."""
     if carried_from:
-        started["carried_from"] = carried_from
-    else:
-        started["waited_ms"] = round((now - (began or now)).total_seconds() * 1000, 1)
-    event_append(run_id, "step.started", started, step_id=step_id)
-    return pk
+        return {"worker": worker, "carried_from": carried_from}
+    return {"worker": worker, "waited_ms": round((now - (began or now)).total_seconds() * 1000, 1)}
 
 
 def _claimed(pk: int) -> Step:
@@ -120,6 +146,49 @@ def _claimed(pk: int) -> Step:
     SELECTs: building the joined query cost more than running it, at every step's start."""
     step = sql.load(Step, pk)
     step.run = sql.load(Run, step.run_id)
+    return step
+
+
+def _claim_whole(
+    run_id: int, step_id: str, worker: str, *, began: datetime, redelivered: bool
+) -> Step | None:
+    """On PostgreSQL, the claim, its step.started event (numbered from the run's counter), the
+    step and its run as they are now, and its parents' outputs, in one statement (_CLAIM_WHOLE)
+    with no transaction around it: six round trips were one, and the run's row is no longer
+    held for the event across a round trip and a COMMIT, which the 31 claims of a fan-out
+    queued for one by one. The rules are the claim's (docs/write-protocol.md, rule 6)."""
+    now = timezone.now()
+    claimable, params = _claimable(run_id, step_id, worker, now, redelivered)
+    payload = _started(now, began, worker, "")
+    check_event(EventType.STEP_STARTED, {"attempt": 1, **payload})
+    found = sql.rows(
+        _CLAIM_WHOLE.format(claimable=claimable),
+        [
+            *params,
+            run_id,
+            EventType.STEP_STARTED.value,
+            _PAYLOAD.get_db_prep_save(payload, connection),
+            sql.when(now),
+        ],
+    )
+    if not found:
+        _not_claimed(run_id, step_id, redelivered)
+        return None
+    row = found[0]
+    step = sql.instance_of(Step, row[:_STEP_COLUMNS])
+    step.run = sql.instance_of(Run, row[_STEP_COLUMNS : _STEP_COLUMNS + _RUN_COLUMNS])
+    event_pk, parents = row[_STEP_COLUMNS + _RUN_COLUMNS :]
+    step.context_read = [tuple(parent) for parent in sql.json_loaded(parents) or []]
+    event = RunEvent(
+        pk=event_pk,
+        run_id=run_id,
+        seq=step.run.last_event_seq,
+        type=EventType.STEP_STARTED.value,
+        step_id=step_id,
+        payload={"attempt": step.attempts, **payload},
+        created_at=now,
+    )
+    events_stored([event])
     return step
 
 
@@ -132,20 +201,55 @@ _CLAIM = (
     f"AND EXISTS (SELECT 1 FROM {sql.table(Run)} WHERE id = %s AND status = %s{{locked}}) "
     "RETURNING id, attempts"
 )
+# PostgreSQL only. The claim is _CLAIM's; the run's counter moves only when it claimed (a
+# data-modifying WITH runs whether or not it is read); the run's row is key-shared by the claim
+# and then updated for the counter, the order every writer of a run takes it in. Every
+# statement of a WITH sees one snapshot: the parents' outputs were committed before the step
+# was queued.
+_CLAIM_WHOLE = (
+    "WITH claimed AS ("
+    f"UPDATE {sql.table(Step)} SET status = %s, attempts = attempts + 1, started_at = %s, "
+    "heartbeat_at = statement_timestamp(), worker = %s "
+    "WHERE run_id = %s AND step_id = %s AND {claimable} "
+    f"AND EXISTS (SELECT 1 FROM {sql.table(Run)} WHERE id = %s AND status = %s FOR KEY SHARE) "
+    f"RETURNING {sql.columns(Step)}), "
+    f"counter AS (UPDATE {sql.table(Run)} SET last_event_seq = last_event_seq + 1 "
+    f"WHERE id = %s AND EXISTS (SELECT FROM claimed) RETURNING {sql.columns(Run)}), "
+    f"started AS (INSERT INTO {sql.table(RunEvent)} "
+    "(run_id, seq, type, step_id, payload, created_at) "
+    "SELECT counter.id, counter.last_event_seq, %s, claimed.step_id, "
+    "%s || jsonb_build_object('attempt', claimed.attempts), %s FROM claimed, counter "
+    "RETURNING id) "
+    "SELECT claimed.*, counter.*, started.id, "
+    "(SELECT json_agg(json_build_array(parent.step_id, parent.title, parent.output)) "
+    f"FROM {sql.table(Step)} AS parent WHERE parent.run_id = claimed.run_id "
+    "AND parent.step_id IN (SELECT jsonb_array_elements_text(claimed.depends_on))) "
+    "FROM claimed, counter, started"
+)
+_STEP_COLUMNS = len(Step._meta.concrete_fields)
+_RUN_COLUMNS = len(Run._meta.concrete_fields)
+_PAYLOAD = RunEvent._meta.get_field("payload")
 
 
 def _context_for(step: Step) -> list[tuple[str, str, str]]:
     """Each parent's id, title and output, in depends_on's order."""
     if not step.depends_on:
         return []
-    parents = {
-        step_id: (step_id, title, output)
-        for step_id, title, output in sql.rows(
+    read = getattr(step, "context_read", None)
+    if read is not None:  # read by the claim (_claim_whole)
+        return _in_order(step, read)
+    return _in_order(
+        step,
+        sql.rows(
             f"SELECT step_id, title, output FROM {sql.table(Step)} "
             f"WHERE run_id = %s AND step_id IN ({sql.marks(len(step.depends_on))})",
             [step.run_id, *step.depends_on],
-        )
-    }
+        ),
+    )
+
+
+def _in_order(step: Step, found: list) -> list[tuple[str, str, str]]:
+    parents = {step_id: (step_id, title, output) for step_id, title, output in found}
     return [parents[sid] for sid in step.depends_on if sid in parents]
 
 
@@ -310,7 +414,7 @@ def step_pause(run_id: int, step_id: str, paused: StepPaused, *, worker: str = "
         if moved:
             event_append(
                 run_id,
-                "step.waiting",
+                EventType.STEP_WAITING,
                 {"tool": paused.call.name, "arguments": paused.call.arguments},
                 step_id=step_id,
             )
@@ -359,21 +463,34 @@ def step_finish(
             transaction.atomic(),
             events_at_end(run_id) if shared else nullcontext(),
         ):
-            run = _run_state(run_id, lock="key share" if shared else "update")
+            lock: sql.Lock = "key share" if shared else "update"
+            locked_here = connection.vendor == "postgresql"
+            if not locked_here:
+                run = _run_state(run_id, lock=lock)
             now = timezone.now()
             params = [status.value, sql.when(now), model, text, run_id, step_id, source.value]
-            finished = sql.rows(
-                _FINISH.format(column=column, held=" AND worker = %s" if worker else ""),
-                params + [worker] if worker else params,
-            )
+            held = " AND worker = %s" if worker else ""
+            if worker:
+                params.append(worker)
+            if locked_here:
+                # The run's row locked and read in the finish's own statement: a round trip
+                # less with the run's row held.
+                finished = sql.rows(
+                    _FINISH_LOCKING.format(column=column, held=held, lock=lock.upper()),
+                    [run_id, *params],
+                )
+            else:
+                finished = sql.rows(_FINISH.format(column=column, held=held), params)
             if not finished:
                 return False  # finished already by another delivery of the same task
-            ((tokens_in, tokens_out, model_calls, cost, started_at, dependents),) = finished
+            ((tokens_in, tokens_out, model_calls, cost, started_at, dependents, *state),) = finished
+            if locked_here:
+                run = sql.instance_of(Run, [run_id, *state], fields=_RUN_STATE)
             if status == StepStatus.SUCCEEDED:
                 started_at = sql.datetime_of(started_at)
                 event_append(
                     run_id,
-                    "step.succeeded",
+                    EventType.STEP_SUCCEEDED,
                     {
                         "output": text,
                         "tokens_in": tokens_in,
@@ -387,9 +504,9 @@ def step_finish(
                     step_id=step_id,
                 )
             elif status == StepStatus.SKIPPED:
-                event_append(run_id, "step.skipped", {"reason": error}, step_id=step_id)
+                event_append(run_id, EventType.STEP_SKIPPED, {"reason": error}, step_id=step_id)
             else:
-                event_append(run_id, "step.failed", {"error": error}, step_id=step_id)
+                event_append(run_id, EventType.STEP_FAILED, {"error": error}, step_id=step_id)
             step_settled(
                 run,
                 step_id,
@@ -422,13 +539,31 @@ def _run_state(run_id: int, *, lock: sql.Lock) -> Run:
     """What settling a step reads of its run (step_settled loads the rest on the rare paths
     that need it), its row locked where the database locks rows: loading the whole run was a
     third of the finish's time under SQLite's write lock."""
-    return sql.load(Run, run_id, fields=("status", "replanning", "paused_at"), lock=lock)
+    return sql.load(Run, run_id, fields=_RUN_STATE, lock=lock)
+
+
+_RUN_STATE = ("status", "replanning", "paused_at")
 
 
 _FINISH = (
     f"UPDATE {sql.table(Step)} SET status = %s, finished_at = %s, model = %s, {{column}} = %s "
     "WHERE run_id = %s AND step_id = %s AND status = %s{held} "
     "RETURNING tokens_in, tokens_out, model_calls, cost_usd, started_at, dependents"
+)
+# PostgreSQL: _FINISH with _run_state's lock and read in front. The run's row is locked
+# before the step's, in the order a cancel takes them: `run_state` is read by the WHERE (a
+# one-time filter, run before the step's row is scanned) and, materialized, by RETURNING,
+# which sees the row as locked (a plain subquery would see the statement's snapshot, older
+# than a cancel that committed while this waited for the lock).
+_FINISH_LOCKING = (
+    "WITH run_state AS MATERIALIZED (SELECT status, replanning, paused_at "
+    f"FROM {sql.table(Run)} WHERE id = %s FOR {{lock}}) "
+    f"UPDATE {sql.table(Step)} SET status = %s, finished_at = %s, model = %s, {{column}} = %s "
+    "WHERE run_id = %s AND step_id = %s AND status = %s{held} "
+    "AND EXISTS (SELECT FROM run_state) "
+    "RETURNING tokens_in, tokens_out, model_calls, cost_usd, started_at, dependents, "
+    "(SELECT status FROM run_state), (SELECT replanning FROM run_state), "
+    "(SELECT paused_at FROM run_state)"
 )
 
 

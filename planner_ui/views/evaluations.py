@@ -164,6 +164,7 @@ def experiment_new(request: HttpRequest, suite_id: int) -> HttpResponse:
             budget_usd=_usd(form.get("budget_usd", "")),
             tool_policy=form.get("tool_policy", "dry_run"),
             suite_row=row,
+            judge=form.get("judge", ""),
         )
     except EvaluationError as exc:
         messages.error(request, str(exc))
@@ -247,15 +248,21 @@ def experiment_export(request: HttpRequest, experiment_id: int, fmt: str) -> Htt
     out = io.StringIO()
     writer = csv.writer(out)
     columns = ["outcome", "model_calls", "tokens_in", "tokens_out", "cost_usd", "wall_s"]
-    writer.writerow(["task", "arm", "repetition", "run", "passed", *columns, "checks"])
+    # Judging after the run's own figures: what the judge spent is not the run's.
+    judging = ["judge_calls", "judge_tokens", "judge_cost_usd"]
+    writer.writerow(
+        ["task", "arm", "repetition", "run", "passed", *columns, "rechecks", *judging, "checks"]
+    )
     for task in results.as_dict()["tasks"]:
         for arm, slots in task["arms"].items():
             for slot in slots:
                 checks = "; ".join(detail for _, detail in slot["checks"])
+                judged = slot["judging"]
                 writer.writerow(
                     [task["id"], arm, slot["repetition"], slot["run"] or "", slot["passed"]]
                     + [slot[c] for c in columns]
-                    + [checks]
+                    + [slot["rechecks"], judged["model_calls"], judged["tokens"]]
+                    + [judged["cost_usd"], checks]
                 )
     return _download(out.getvalue(), "text/csv", f"{name}.csv")
 

@@ -13,7 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
-from django.urls import reverse_lazy
+from django.urls import reverse, reverse_lazy
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
@@ -498,6 +498,7 @@ def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[
         rows = run.steps.values_list("step_id", "depends_on", "status")
         deps = {step_id: depends_on for step_id, depends_on, _ in rows}
         succeeded = {step_id for step_id, _, status in rows if status == StepStatus.SUCCEEDED}
+        inputs_done = dag.upstream_done(deps, succeeded)
     for step in steps:
         step.calls = calls.get(step.step_id, [])
         step.approvals = approvals.get(step.step_id, [])
@@ -515,12 +516,7 @@ def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[
                 else f"{_STARTED[step.status]}; only steps that have not started change"
             )
         step.retryable = again and step.status in FINISHED_STEP_STATUSES
-        step.forkable = (
-            again
-            and step.role != "synthesizer"
-            and step.step_id in deps
-            and dag.ancestors(deps, step.step_id) <= succeeded
-        )
+        step.forkable = again and step.role != "synthesizer" and step.step_id in inputs_done
         # Its worker stopped refreshing the heartbeat: the sweep hands the step to another.
         step.worker_lost = (
             step.status == StepStatus.RUNNING
@@ -529,6 +525,8 @@ def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[
         )
     return {
         "plan_editable": editable,
+        # Reversed once: every edit form posts here, four a step.
+        "change_url": reverse("plan_change", args=[run.pk]),
         "estimate": run_estimate(run),
         "roles": ROLES,
         "tool_names": sorted(tools),

@@ -527,6 +527,23 @@
     };
   }
 
+  // A step editor's "Run after" list: the add-step form's options, but for the step itself and
+  // its inputs, copied in when the editor opens (sent once per step, the page grew as the
+  // square of the plan). `toggle` does not bubble: caught on its way down.
+  document.addEventListener("toggle", (e) => {
+    const editor = e.target;
+    if (!(editor instanceof HTMLDetailsElement) || !editor.open) return;
+    editor.querySelectorAll("select[data-options-from]").forEach((select) => {
+      if (select.options.length) return;
+      const source = document.getElementById(select.dataset.optionsFrom);
+      if (!source) return;
+      const except = new Set((select.dataset.optionsExcept || "").split(" "));
+      for (const option of source.options) {
+        if (!except.has(option.value)) select.add(new Option(option.textContent, option.value));
+      }
+    });
+  }, true);
+
   readRenderedSeq();
   mountGraph();
   const asked = window.location.hash.startsWith("#step-") ? decodeURIComponent(window.location.hash.slice("#step-".length)) : remembered();

@@ -48,6 +48,9 @@ def test_an_experiment_starts_from_a_stored_or_an_inline_suite(api_client) -> No
     started = response.json()
     assert (started["suite"], started["status"], started["total"]) == ("parallel", "running", 16)
     assert [arm["arm"] for arm in started["arms"]] == ["agent", "plan"]
+    # The parallel suite has a judge check: by default, the synthesizer's route judges it.
+    assert started["judge"] == "offline:offline-v1"
+    assert started["arms"][0]["judging"] == {"model_calls": 0, "tokens": 0, "cost_usd": "0"}
     inline = post(
         api,
         "/api/v1/experiments",
@@ -104,3 +107,13 @@ def test_an_experiment_is_paused_and_resumed(api_client) -> None:
     assert again.json()["detail"] == "This experiment is paused already, so it cannot be paused."
     resumed = post(api, f"/api/v1/experiments/{started['experiment']}/resume").json()
     assert resumed["paused"] is False
+
+
+def test_an_experiment_names_its_judge_or_is_refused_with_the_reason(api_client) -> None:
+    api = api_client()
+    text = shipped_suites()["parallel"]
+    chosen = post(api, "/api/v1/experiments", {"suite": text, "judge": "offline"})
+    assert chosen.status_code == 201 and chosen.json()["judge"] == "offline:offline-v1"
+    refused = post(api, "/api/v1/experiments", {"suite": text, "judge": "offline#prompted"})
+    assert refused.status_code == 422
+    assert "Judge: A tool mode is for OpenAI-compatible servers" in str(refused.json())

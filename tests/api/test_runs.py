@@ -115,14 +115,15 @@ def test_steering_a_run_from_the_api(api_client) -> None:
     api = api_client()
     run = Run.objects.create(owner=api.user, task=TASK)
     run_plan(run.pk)
-    # Not running yet: a refusal says why, as on the page.
-    refused = post(api, f"/api/v1/runs/{run.pk}/pause")
-    assert refused.status_code == 409 and "cannot be paused" in refused.json()["detail"]
-    run_approve_plan(run.pk)
+    # Paused before its approval, it holds its steps once approved.
     assert post(api, f"/api/v1/runs/{run.pk}/pause").json()["paused"] is True
+    run_approve_plan(run.pk)
     assert post(api, f"/api/v1/runs/{run.pk}/resume").json()["paused"] is False
     run = drive(run)
     assert run.status == RunStatus.SUCCEEDED, run.error
+    # Over: a refusal says why, as on the page.
+    refused = post(api, f"/api/v1/runs/{run.pk}/pause")
+    assert refused.status_code == 409 and "cannot be paused" in refused.json()["detail"]
     step = run.steps.exclude(step_id="synthesis").last().step_id
     retried = post(api, f"/api/v1/runs/{run.pk}/steps/{step}/retry", {"downstream": False})
     assert retried.status_code == 200 and retried.json()["status"] == "running"

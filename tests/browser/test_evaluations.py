@@ -26,7 +26,7 @@ tasks:
     checks: [{type: file, file: total.txt, contains: "375"}]
   - id: compare
     task: Compare tea and coffee
-    checks: [{type: contains, text: coffee}]
+    checks: [{type: contains, text: coffee}, {type: judge, rubric: 'Names "tea" and "coffee".'}]
 """
 
 
@@ -64,6 +64,9 @@ def test_a_suite_runs_in_two_arms_and_its_results_are_read_and_followed(
     expect(page.locator("#cost-plot svg g.point")).to_have_count(2)
     expect(page.locator("#wall-plot svg rect.bar")).to_have_count(6)
     expect(page.locator('#tasks-table tr[data-task="product"] .slot-passed')).to_have_count(2)
+    # The judge judged one task per arm, apart from the arm's own figures.
+    for arm in ("agent", "plan"):
+        expect(page.locator(f'#arms-table td[data-judging="{arm}"]')).to_contain_text("1 call, ")
 
     assert a11y.serious_violations(page) == []
     page.set_viewport_size({"width": 390, "height": 900})

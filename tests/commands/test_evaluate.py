@@ -69,6 +69,9 @@ def test_the_parallel_suite_with_the_offline_model_gives_the_stored_runs_ratios(
     )
     (notes,) = [t for t in report["tasks"] if t["id"] == "two-notes"]
     assert notes["arms"]["plan"][0]["passed"] is False
+    # One judge check in the suite: one judge call per arm, reported apart.
+    assert report["judge"] == "offline:offline-v1"
+    assert [arm["judging"]["model_calls"] for arm in report["arms"]] == [1, 1]
 
 
 @pytest.mark.stack
@@ -87,6 +90,7 @@ def test_a_threshold_above_what_was_reached_exits_1_with_the_table(
     (ratio_line,) = [line for line in out.splitlines() if line.startswith("plan ") and "×" in line]
     calls_ratio = f"{plan['model_calls'] / agent['model_calls']:.2f}×"
     assert ratio_line.split()[:3] == ["plan", "1.00×", calls_ratio], out
+    assert "Judging by offline:offline-v1, apart from the figures above:" in out
 
 
 @pytest.mark.django_db

@@ -23,6 +23,7 @@ from planner_ui.core.dag import (
     ready_steps,
     sinks,
     topological_order,
+    upstream_done,
 )
 
 Deps = dict[str, list[str]]
@@ -279,3 +280,10 @@ def test_dependents_are_the_steps_that_wait_for_each_step() -> None:
         "join": [],
     }
     assert dependents({}) == {}
+
+
+def test_upstream_done_is_ancestors_within_done_for_every_step() -> None:
+    deps = {"a": [], "b": ["a"], "c": ["b"], "d": [], "e": ["c", "d"], "f": ["x"]}
+    for done in [set(), {"a"}, {"a", "b"}, {"a", "b", "c"}, {"a", "b", "c", "d"}, {"d"}]:
+        expected = {s for s in deps if ancestors(deps, s) <= done}
+        assert upstream_done(deps, done) == expected

@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pytest
 from django.http import Http404
+from django.urls import reverse
 
 from planner_ui.core.evaluation import EvaluationError, arm_parse, shipped_suites, suite_load
 from planner_ui.core.status import RunStatus
@@ -231,6 +232,92 @@ def test_checks_read_exactly_what_a_scripted_model_answered(alice):
     assert (right.arm, right.passed, right.run.result) == ("right", True, "Six times seven is 42.")
     assert (wrong.arm, wrong.passed) == ("wrong", False)
     assert wrong.checks == [[False, "the deliverable has no 42; it has 48"]]
+
+
+def test_pausing_an_experiment_holds_the_runs_still_planning(alice):
+    from planner_ui.services.evaluations import experiment_pause, experiment_resume
+
+    suite = suite_load(shipped_suites()["parallel"])
+    experiment = experiment_create(alice, suite, [arm_parse("plan")], concurrency=2)
+    experiment_advance(experiment.pk)
+    planning = list(Run.objects.filter(owner=alice))
+    assert [run.status for run in planning] == [RunStatus.PLANNING] * 2
+    experiment_pause(experiment.pk, alice)
+    for run in planning:
+        run_plan(run.pk)  # the planners' tasks were sent before the pause
+        run.refresh_from_db()
+        assert run.paused_at is not None and run.status == RunStatus.RUNNING
+        assert not run.steps.exclude(status="pending").exists()
+    experiment_resume(experiment.pk, alice)
+    assert all(run.steps.filter(status="queued").exists() for run in planning)
+    experiment = run_to_the_end(experiment)
+    assert experiment.status == Experiment.Status.FINISHED
+    assert experiment.slots.filter(passed__isnull=False).count() == len(suite.tasks)
+
+
+def test_a_counted_run_retried_later_is_checked_again_and_still_counts_once(alice, client):
+    from planner_ui.providers.scripted import script
+    from planner_ui.services.evaluations import experiments_to_advance
+    from planner_ui.services.retries import step_retry
+
+    suite = suite_load(
+        "name: exact\ntasks:\n  - id: answer\n    task: What is six times seven?\n"
+        "    checks: [{type: number, value: 42}]\n"
+    )
+    script("p").plan(
+        {
+            "goal": "Multiply",
+            "steps": [
+                {
+                    "id": "multiply",
+                    "title": "Multiply",
+                    "instruction": "Multiply six by seven.",
+                    "role": "coder",
+                    "tools": [],
+                    "depends_on": [],
+                }
+            ],
+        }
+    )
+    script("e").text("48").text("42")  # wrong the first time, right when retried
+    script("s").text("Six times seven is 48.").text("Six times seven is 42.")
+    arm = arm_parse("scripted=plan,planner=scripted:p,executor=scripted:e,synthesizer=scripted:s")
+    experiment = run_to_the_end(experiment_create(alice, suite, [arm]))
+    assert experiment.status == Experiment.Status.FINISHED
+    (slot,) = experiment.slots.select_related("run")
+    assert (slot.passed, slot.rechecks) == (False, 0)
+    first_end = slot.run.finished_at
+    assert slot.checked_end == first_end
+
+    # Advancing again changes nothing: that end was checked, and the sweep leaves it alone.
+    assert experiments_to_advance() == []
+    experiment_advance(experiment.pk)
+    slot.refresh_from_db()
+    assert (slot.passed, slot.rechecks) == (False, 0)
+
+    step_retry(run_id=slot.run_id, step_id="multiply", user=alice)
+    run = drive(slot.run)
+    assert run.status == RunStatus.SUCCEEDED and run.result == "Six times seven is 42."
+    # Its end asks the experiment to advance; were that message lost, the sweep would.
+    assert experiments_to_advance() == [experiment.pk]
+    experiment = experiment_advance(experiment.pk)
+    assert experiments_to_advance() == []
+    slot.refresh_from_db()
+    assert (slot.passed, slot.rechecks) == (True, 1)
+    assert slot.checked_end == run.finished_at != first_end
+    assert slot.checks == [[True, "the deliverable has 42"]]
+    assert experiment.status == Experiment.Status.FINISHED
+
+    results = experiment_results(experiment)
+    (figures,) = results.arms
+    assert (results.checked, results.total) == (1, 1)
+    assert (figures.runs, figures.successes) == (1, 1)
+    # The slot's figures are its run's, the retried calls included.
+    assert figures.model_calls == run.model_calls == 5
+    assert results.as_dict()["tasks"][0]["arms"]["scripted"][0]["rechecks"] == 1
+    client.force_login(alice)
+    page = client.get(reverse("experiment_detail", args=[experiment.pk])).content.decode()
+    assert 'class="rechecked"' in page and "re-checked" in page
 
 
 def test_an_experiments_runs_are_planned_without_past_plans(alice):

@@ -63,3 +63,38 @@ def test_a_paused_run_can_still_be_cancelled(running):
     assert running.status == RunStatus.CANCELLED and running.paused_at is None
     with pytest.raises(InvalidTransition, match="cannot be paused"):
         run_pause(running.pk, running.owner)
+
+
+def test_a_run_paused_while_planning_makes_its_plan_and_starts_no_step_until_resumed(
+    make_user,
+):
+    from planner_ui.core.run_options import RunOptions
+    from planner_ui.services.runs import run_create, run_plan
+    from tests.services.test_runs import drive
+
+    user = make_user()
+    run = run_create(owner=user, options=RunOptions(task=TASK, auto_approve=True))
+    run_pause(run.pk, user)
+    run_plan(run.pk)  # the planner's task, as a worker runs it
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING and run.paused_at is not None
+    assert run.steps.exists()
+    assert not run.steps.exclude(status=StepStatus.PENDING).exists()
+    run_resume(run.pk, user)
+    assert status(run, "research-history-tea") == StepStatus.QUEUED
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED and run.paused_at is None
+
+
+def test_a_run_resumed_before_its_plan_is_made_starts_its_steps_as_if_never_paused(make_user):
+    from planner_ui.core.run_options import RunOptions
+    from planner_ui.services.runs import run_create, run_plan
+
+    user = make_user()
+    run = run_create(owner=user, options=RunOptions(task=TASK, auto_approve=True))
+    run_pause(run.pk, user)
+    run_resume(run.pk, user)
+    run_plan(run.pk)
+    assert status(run, "research-history-tea") == StepStatus.QUEUED
+    with pytest.raises(InvalidTransition, match="not paused, so there is nothing to resume"):
+        run_resume(run.pk, user)

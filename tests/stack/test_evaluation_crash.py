@@ -21,6 +21,15 @@ pytestmark = [
 FAST = {"AGENTSITE_OFFLINE_LATENCY_S": "0.5", "AGENTSITE_SWEEP_S": "2"}
 
 
+def finish(experiment: Experiment) -> None:
+    def ended() -> bool:
+        experiment.refresh_from_db()
+        return experiment.is_finished
+
+    wait_until(ended, timeout=240, what="the experiment to finish after the kill")
+    assert experiment.status == Experiment.Status.FINISHED
+
+
 def test_an_experiment_killed_mid_way_finishes_with_every_slot_counted_once(
     workers: Workers,  # noqa: F811
     make_user,
@@ -44,12 +53,7 @@ def test_an_experiment_killed_mid_way_finishes_with_every_slot_counted_once(
     assert checked_at_kill < slots.count()
     workers.start(**FAST)
 
-    def ended() -> bool:
-        experiment.refresh_from_db()
-        return experiment.is_finished
-
-    wait_until(ended, timeout=240, what="the experiment to finish after the kill")
-    assert experiment.status == Experiment.Status.FINISHED
+    finish(experiment)
     assert slots.filter(passed__isnull=True).count() == 0
     assert slots.filter(run__isnull=True).count() == 0
     # One run per slot: nothing started twice, nothing left over.
@@ -59,3 +63,47 @@ def test_an_experiment_killed_mid_way_finishes_with_every_slot_counted_once(
     results = experiment_results(experiment)
     assert (results.checked, results.total) == (8, 8)
     assert [arm.runs for arm in results.arms] == [4, 4]
+
+
+JUDGED = """
+name: judged
+tasks:
+  - id: product
+    task: Compute 17 * 23
+    checks:
+      - {type: judge, rubric: 'States the product, "391".'}
+"""
+
+
+def test_a_judge_killed_mid_call_judges_again_on_the_next_worker(
+    workers: Workers,  # noqa: F811
+    make_user,
+):
+    from planner_ui.services.redis_store import redis_client, redis_key
+
+    # Slow model calls, the judge's too: the kill lands while it judges the first run.
+    first = workers.start(AGENTSITE_OFFLINE_LATENCY_S="4", AGENTSITE_SWEEP_S="2")
+    experiment = experiment_create(
+        make_user(), suite_load(JUDGED), [arm_parse("agent")], repeat=2, concurrency=1
+    )
+    slots = ExperimentRun.objects.filter(experiment=experiment)
+    judging = slots.first()
+    wait_until(
+        lambda: bool(redis_client().exists(redis_key("lease", "judge", judging.pk))),
+        timeout=90,
+        what="the judge at work on the first run",
+    )
+    workers.kill(first)
+    judging.refresh_from_db()
+    assert (judging.passed, judging.judged) == (None, None)
+    workers.start(**FAST)
+
+    finish(experiment)
+    for slot in slots:
+        assert slot.passed is True and slot.checks == [[True, 'judge: pass: It has "391".']]
+        # The killed call was never answered, so never recorded: one call per slot.
+        assert slot.judge_calls == 1
+    assert Run.objects.filter(owner=experiment.owner).count() == 2
+    results = experiment_results(experiment)
+    assert (results.checked, results.total) == (2, 2)
+    assert results.arms[0].judge_calls == 2

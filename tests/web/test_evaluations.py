@@ -102,6 +102,22 @@ def test_the_results_export_as_csv_and_json(client_alice, alice):
     assert [r["task"] for r in rows] == [t.id for t in suite.tasks]
     (chain,) = [r for r in rows if r["task"] == "arithmetic-chain"]
     assert chain["passed"] == "False" and "has no 27" in chain["checks"]
+    assert (chain["rechecks"], chain["judge_calls"], chain["judge_tokens"]) == ("0", "0", "0")
+
+
+def test_the_csv_gives_what_judging_cost_apart_from_the_run(client_alice, alice):
+    suite = suite_load(
+        "name: judged\ntasks:\n  - id: product\n    task: Compute 17 * 23\n"
+        "    checks: [{type: judge, rubric: 'Says \"391\".'}]\n"
+    )
+    experiment = run_to_the_end(experiment_create(alice, suite, [arm_parse("agent")]))
+    response = client_alice.get(reverse("experiment_export", args=[experiment.pk, "csv"]))
+    (row,) = csv.DictReader(io.StringIO(response.content.decode()))
+    slot = experiment.slots.get()
+    assert row["passed"] == "True" and row["checks"] == 'judge: pass: It has "391".'
+    assert row["judge_calls"] == "1"
+    assert int(row["judge_tokens"]) == slot.judge_tokens_in + slot.judge_tokens_out > 0
+    assert row["model_calls"] == str(slot.run.model_calls)
 
 
 def test_user_text_is_escaped_on_the_results(client_alice, alice):

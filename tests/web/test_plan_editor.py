@@ -189,3 +189,29 @@ def test_the_step_form_sends_every_field_and_the_note_names_the_one_changed(clie
     )
     assert response.status_code == 200
     assert run.plan_versions.get(number=2).note == "changed role of step 'write-short-summary'"
+
+
+def _page_with_steps(client, alice, count: int) -> str:
+    from planner_ui.services.plans import plan_import
+
+    run = Run.objects.create(owner=alice, task=TASK)
+    run_plan(run.pk)
+    steps = [
+        {"id": f"s{i}", "title": f"Step {i}", "instruction": "Do it.", "role": "writer"}
+        for i in range(count)
+    ]
+    plan_import(run_id=run.pk, base_version=1, text=json.dumps({"steps": steps}))
+    return client.get(reverse("run_detail", args=[run.pk])).content.decode()
+
+
+def test_the_editor_page_grows_with_the_plan_not_with_its_square(client_alice, alice):
+    # Each step's "Run after" list is filled in the browser from the add-step form's, once its
+    # editor opens: sent with every step, it made 2.6 MB of a 200-step plan's page.
+    small, large = (
+        _page_with_steps(client_alice, alice, 5),
+        _page_with_steps(client_alice, alice, 20),
+    )
+    assert small.count("<option") > 5 and large.count("<option") > 20
+    assert large.count("<option") < 4.5 * small.count("<option")
+    assert 'data-options-from="new-deps"' in large
+    assert 'action=""' not in large and 'hx-post=""' not in large  # every form posts its change

@@ -86,6 +86,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--max-cost", type=Decimal, metavar="USD", help="Exit 1 if the experiment cost more."
         )
+        parser.add_argument(
+            "--judge",
+            default="",
+            metavar="PROVIDER:MODEL",
+            help="The model judging the suite's judge checks (default: the suite's, else "
+            "AGENTSITE_JUDGE_MODEL, else the synthesizer's).",
+        )
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
         parser.add_argument("--user", default="demo", help="Owner of the runs (default: demo).")
         parser.add_argument("--timeout", type=float, default=1800.0, help="Seconds to wait.")
@@ -107,6 +114,7 @@ class Command(BaseCommand):
                     budget_tokens=options["budget_tokens"],
                     tool_policy=options["policy"],
                     suite_row=row,
+                    judge=options["judge"],
                 )
             except EvaluationError as exc:
                 raise CommandError(str(exc)) from exc
@@ -173,7 +181,8 @@ class Command(BaseCommand):
                     self.stderr.write("")
                 return experiment
             if time.monotonic() >= next_advance:
-                experiment = experiment_advance(experiment.pk)
+                # The workers judge: this process only nudges, and makes no model call.
+                experiment = experiment_advance(experiment.pk, judging=False)
                 next_advance = time.monotonic() + ADVANCE_EVERY_S
             time.sleep(0.2)
         raise CommandError(f"Experiment {experiment.pk} did not finish within {timeout} s.")
@@ -243,6 +252,19 @@ def results_table(results: Results) -> str:
                 (figures.arm, *(_times(figures.ratios[name]) for name in RATIO_FIGURES))
             )
         lines += _aligned(ratio_rows)
+    if experiment.judge_route:
+        lines += ["", f"Judging by {experiment.judge_route}, apart from the figures above:"]
+        judge_rows = [("arm", "calls", "tokens", "cost")]
+        for figures in results.arms:
+            judge_rows.append(
+                (
+                    figures.arm,
+                    str(figures.judge_calls),
+                    str(figures.judge_tokens),
+                    dollars(figures.judge_cost_usd, 4),
+                )
+            )
+        lines += _aligned(judge_rows)
     lines += ["", "Per task (✓ passed, ✗ failed, · not counted):"]
     task_rows = [("task", *results.arm_names)]
     for row in results.tasks:

@@ -28,6 +28,7 @@ from ..base import (
     Usage,
 )
 from .executing import _ANSWERS, _describe_call, _planned_calls, _researcher_answer, _tool_rounds
+from .judging import judge_answer
 from .planning import _PlanBuilder
 from .request import (
     _SECTION_BREAK,
@@ -93,9 +94,11 @@ class OfflineProvider(Provider):
             return self._reply(request, self._synthesize(request))
         if purpose == "executor" or purpose.startswith("executor:"):
             return self._execute(request, purpose.partition(":")[2] or "researcher")
+        if purpose == "judge":
+            return self._reply(request, judge_answer(_first_user_text(request, "judge")))
         raise ProviderError(
             f"offline provider: unknown purpose {purpose!r}; expected 'planner', "
-            "'executor:<role>' or 'synthesizer'"
+            "'executor:<role>', 'synthesizer' or 'judge'"
         )
 
     def _plan(self, request: ModelRequest) -> str:

@@ -402,6 +402,6 @@ def test_an_unknown_purpose_is_refused_clearly() -> None:
         PROVIDER.complete(request)
 
     assert str(caught.value) == (
-        "offline provider: unknown purpose 'chat'; expected 'planner', 'executor:<role>' or "
-        "'synthesizer'"
+        "offline provider: unknown purpose 'chat'; expected 'planner', 'executor:<role>', "
+        "'synthesizer' or 'judge'"
     )

@@ -81,7 +81,7 @@ def index_what_there_is(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('planner_ui', '0025_plan_templates'),
+        ('planner_ui', '0027_experiment_judge_and_rechecks'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,125 @@
+"""`python -m bench.pages` (`make bench-pages`): what a big plan costs the pages that show it.
+
+For each size, a layered plan of that many steps is made as the benchmark's runs are (scripted,
+the offline model), and its pages are fetched in this process through Django's test client, as
+the run's owner: the plan editor while it awaits approval, then, once every step has run here
+(`step_execute`, as bench.step_cpu does), the run page, its step cards, timeline, plan JSON and
+the API's run, events and report. For each page: the server's time (median of `--repeat`), the
+response's size and its database statements. Statements must not grow with the plan (a query
+per step is the classic way a page dies at 1,000 steps); time and size grow at most linearly.
+Run it on SQLite and with DATABASE_URL on PostgreSQL."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from typing import Any
+
+from bench import shapes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.pages", description=__doc__)
+    parser.add_argument("--sizes", default="100,1000", help="plan steps, comma-separated")
+    parser.add_argument("--width", type=int, default=32, help="widest layer of the plans")
+    parser.add_argument("--repeat", type=int, default=3, help="fetches of each page")
+    args = parser.parse_args(argv)
+    os.environ["AGENTSITE_OFFLINE_LATENCY_S"] = "0"
+
+    from bench.__main__ import django_setup
+
+    django_setup()
+    from django.conf import settings
+    from django.db import connection
+
+    from agentsite import embedded
+    from bench.scheduler import refuse_other_workers
+
+    redis = None
+    if settings.REDIS_IS_EMBEDDED:
+        redis = embedded.start_redis(
+            settings.EMBEDDED_REDIS_SOCKET, log_path=settings.VAR_DIR / "logs" / "redis.log"
+        )
+    else:
+        refuse_other_workers("")  # they would run the steps this process leaves queued
+    rows: list[tuple[int, str, float, int, int]] = []
+    try:
+        for size in (int(s) for s in args.sizes.split(",")):
+            rows += _measure(size, args.width, args.repeat)
+    finally:
+        if redis is not None:
+            embedded.stop_processes([redis])
+    print(f"\n{connection.vendor}, layered plans of width {args.width}, median of {args.repeat}")
+    print(f"{'steps':>6} {'page':28} {'server ms':>10} {'KB':>8} {'statements':>11}")
+    for size, page, ms, size_bytes, statements in rows:
+        print(f"{size:6d} {page:28} {ms:10.1f} {size_bytes / 1024:8.1f} {statements:11d}")
+    return 0
+
+
+def _measure(size: int, width: int, repeat: int) -> list[tuple[int, str, float, int, int]]:
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import reverse
+
+    from bench.scheduler import bench_user, runs_delete, scripted_run_create
+    from planner_ui.core.status import StepStatus
+    from planner_ui.models import Step
+    from planner_ui.services.runs import run_approve_plan
+    from planner_ui.services.steps import step_execute
+    from planner_ui.services.tokens import token_create
+
+    user = bench_user()
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(user)
+    token, raw = token_create(user=user, name="bench pages")
+    shape = shapes.build("layered", size, seed=1, width=width)
+    run = scripted_run_create(user, shape)
+    measured = []
+
+    def fetch(page: str, url: str) -> None:
+        times, body, statements = [], b"", 0
+        for _ in range(repeat + 1):  # the first warms caches up and is not counted
+            with CaptureQueriesContext(connection) as queries:
+                started = time.perf_counter()
+                response = client.get(url, HTTP_AUTHORIZATION=f"Bearer {raw}")
+                elapsed = time.perf_counter() - started
+            if response.status_code != 200:
+                raise SystemExit(f"{url}: {response.status_code}")
+            body = b"".join(response) if response.streaming else response.content
+            times.append(elapsed)
+            statements = len(queries)
+        measured.append((size, page, 1000 * statistics.median(times[1:]), len(body), statements))
+
+    try:
+        fetch("plan editor (awaiting)", reverse("run_detail", args=[run.pk]))
+        run_approve_plan(run.pk)
+        while ready := list(
+            Step.objects.filter(run_id=run.pk, status=StepStatus.QUEUED).values_list(
+                "step_id", flat=True
+            )
+        ):
+            for step_id in ready:
+                step_execute(run.pk, step_id, "bench-pages")
+        some = ",".join(step["id"] for step in shape.plan()["steps"][:20])
+        pages: list[tuple[str, Any]] = [
+            ("run page (finished)", reverse("run_detail", args=[run.pk])),
+            ("20 step cards", reverse("run_step_cards", args=[run.pk]) + f"?steps={some}"),
+            ("timeline", reverse("run_timeline", args=[run.pk])),
+            ("plan JSON", reverse("plan_json", args=[run.pk, 1])),
+            ("API run", f"/api/v1/runs/{run.pk}"),
+            ("API events (first page)", f"/api/v1/runs/{run.pk}/events"),
+            ("API report", f"/api/v1/runs/{run.pk}/report"),
+        ]
+        for page, url in pages:
+            fetch(page, url)
+    finally:
+        runs_delete([run.pk])
+        token.delete()
+    return measured
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
