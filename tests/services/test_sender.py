@@ -1,0 +1,63 @@
+"""Tasks are sent by their registered name, and an experiment's advance that the queue refuses
+is sent again once it answers, as a run's work is (test_scheduler.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentsite import embedded
+from agentsite.celery import app
+from planner_ui.core.evaluation import arm_parse, shipped_suites, suite_load
+from planner_ui.services.evaluations import experiment_create, experiments_advance_running
+from planner_ui.services.handover import sends_pending
+from planner_ui.services.sender import TaskName
+from tests.conftest import wait_until
+from tests.services.conftest import queued_on
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_name_the_services_send_is_a_registered_task() -> None:
+    import planner_ui.tasks  # noqa: F401 - registers them, as a worker's autodiscovery does
+
+    assert {name.value for name in TaskName} <= set(app.tasks)
+
+
+def _experiment(owner):
+    suite = suite_load(shipped_suites()["parallel"])
+    return experiment_create(owner, suite, [arm_parse("agent")], repeat=1, concurrency=1)
+
+
+def _advances_queued(socket) -> list[bytes]:
+    return [m for m in queued_on(socket) if TaskName.EXPERIMENT_ADVANCE.value.encode() in m]
+
+
+def test_an_experiment_s_first_advance_refused_by_the_queue_is_sent_once_it_answers(
+    alice, queue_socket, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        experiment = _experiment(alice)  # refused at commit; not raised to the person
+
+    redis_server = embedded.start_redis(queue_socket)
+    try:
+        advances = wait_until(lambda: _advances_queued(queue_socket), timeout=10, what="it")
+        assert len(advances) == 1 and f"({experiment.pk},)".encode() in advances[0]
+        wait_until(lambda: sends_pending() == 0, timeout=10, what="the resender to finish")
+    finally:
+        embedded.stop_processes([redis_server])
+
+
+def test_the_sweep_s_advance_of_a_running_experiment_refused_is_sent_once_it_answers(
+    alice, queue_socket
+):
+    experiment = _experiment(alice)  # its own first advance waits for a commit that never comes
+
+    assert experiments_advance_running() == 1  # refused; not raised to the sweep
+
+    redis_server = embedded.start_redis(queue_socket)
+    try:
+        advances = wait_until(lambda: _advances_queued(queue_socket), timeout=10, what="it")
+        assert len(advances) == 1 and f"({experiment.pk},)".encode() in advances[0]
+        wait_until(lambda: sends_pending() == 0, timeout=10, what="the resender to finish")
+    finally:
+        embedded.stop_processes([redis_server])
