@@ -21,6 +21,7 @@ from planner_ui.core.edits import (
 from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
 from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
+from planner_ui.core.run_rules import plan_change_refusal
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.core.validation import parse_plan_json, validate_plan
 from planner_ui.models import PlanVersion, Run, Step
@@ -138,15 +139,8 @@ def _lock_for_change(run_id: int, base_version: int) -> tuple[Run, PlanVersion]:
     """The run, locked, and its current version, if its plan may change now: before approval,
     or while it runs (then only its steps that have not started; see _save_version)."""
     run = Run.objects.select_for_update().get(pk=run_id)
-    if run.status not in (RunStatus.AWAITING_PLAN_APPROVAL, RunStatus.RUNNING):
-        raise InvalidTransition(
-            f"This run is {run.get_status_display()}: its plan can no longer be changed."
-        )
-    if run.replanning:
-        raise InvalidTransition(
-            "The planner is revising this run's plan after a failure: change it once the "
-            "re-plan is decided."
-        )
+    if refusal := plan_change_refusal(run):
+        raise InvalidTransition(refusal)
     current = run.plan_versions.order_by("-number").first()
     if current is None:  # pragma: no cover - awaiting approval always has a plan
         raise InvalidTransition("This run has no plan yet.")
