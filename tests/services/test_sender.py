@@ -3,6 +3,10 @@ is sent again once it answers, as a run's work is (test_scheduler.py)."""
 
 from __future__ import annotations
 
+import ast
+import json
+from pathlib import Path
+
 import pytest
 
 from agentsite import embedded
@@ -28,8 +32,17 @@ def _experiment(owner):
     return experiment_create(owner, suite, [arm_parse("agent")], repeat=1, concurrency=1)
 
 
-def _advances_queued(socket) -> list[bytes]:
-    return [m for m in queued_on(socket) if TaskName.EXPERIMENT_ADVANCE.value.encode() in m]
+def _advances_once_the_queue_answers(socket: Path) -> list[int]:
+    """Start the queue's Redis; the experiments whose advance then reaches it."""
+    name = TaskName.EXPERIMENT_ADVANCE.value.encode()
+    redis_server = embedded.start_redis(socket)
+    try:
+        wait_until(lambda: any(name in m for m in queued_on(socket)), timeout=10, what="it")
+        wait_until(lambda: sends_pending() == 0, timeout=10, what="the resender to finish")
+        messages = [json.loads(m) for m in queued_on(socket) if name in m]
+        return [ast.literal_eval(m["headers"]["argsrepr"])[0] for m in messages]
+    finally:
+        embedded.stop_processes([redis_server])
 
 
 def test_an_experiment_s_first_advance_refused_by_the_queue_is_sent_once_it_answers(
@@ -38,13 +51,7 @@ def test_an_experiment_s_first_advance_refused_by_the_queue_is_sent_once_it_answ
     with django_capture_on_commit_callbacks(execute=True):
         experiment = _experiment(alice)  # refused at commit; not raised to the person
 
-    redis_server = embedded.start_redis(queue_socket)
-    try:
-        advances = wait_until(lambda: _advances_queued(queue_socket), timeout=10, what="it")
-        assert len(advances) == 1 and f"({experiment.pk},)".encode() in advances[0]
-        wait_until(lambda: sends_pending() == 0, timeout=10, what="the resender to finish")
-    finally:
-        embedded.stop_processes([redis_server])
+    assert _advances_once_the_queue_answers(queue_socket) == [experiment.pk]
 
 
 def test_the_sweep_s_advance_of_a_running_experiment_refused_is_sent_once_it_answers(
@@ -54,10 +61,4 @@ def test_the_sweep_s_advance_of_a_running_experiment_refused_is_sent_once_it_ans
 
     assert experiments_advance_running() == 1  # refused; not raised to the sweep
 
-    redis_server = embedded.start_redis(queue_socket)
-    try:
-        advances = wait_until(lambda: _advances_queued(queue_socket), timeout=10, what="it")
-        assert len(advances) == 1 and f"({experiment.pk},)".encode() in advances[0]
-        wait_until(lambda: sends_pending() == 0, timeout=10, what="the resender to finish")
-    finally:
-        embedded.stop_processes([redis_server])
+    assert _advances_once_the_queue_answers(queue_socket) == [experiment.pk]
