@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from planner_ui.core import dag
+from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import (
     UNFINISHED_STEP_STATUSES,
