@@ -27,6 +27,13 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "tests-only-not-a-secret")
 os.environ.setdefault(
     "AGENTSITE_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test")
 )
+# Each pytest-xdist worker (gw0, gw1, ...) in a folder of its own: its own SQLite files,
+# embedded Redis and Celery queue, as if it were the only session. Its workers inherit the
+# controller's environment, folder included; the processes a test starts get the worker's.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+_var_dir = Path(os.environ["AGENTSITE_VAR_DIR"])
+if _worker and _var_dir.name != _worker:
+    os.environ["AGENTSITE_VAR_DIR"] = str(_var_dir / _worker)
 
 from .settings import *  # noqa: E402,F403
 

@@ -1,7 +1,8 @@
 """Thin Celery tasks: they take ids, call a service and return.
 
-Each task imports its service inside its body, as the services import this module to enqueue:
-that keeps the import graph one-directional (services.scheduler → tasks)."""
+The services send them by name (services.sender.TaskName) and never import this module; each
+task imports its service inside its body, so that importing this module (Celery's
+autodiscovery) loads no models."""
 
 from __future__ import annotations
 

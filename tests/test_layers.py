@@ -100,20 +100,6 @@ def test_nothing_below_the_services_imports_a_framework_even_inside_a_function()
     assert {name: mods for name, mods in offenders.items() if mods} == {}
 
 
-# The imports inside functions that close a circle today, each with why; none may be added.
-# The tasks import the services that run them late, because the scheduler and the sweep import
-# the tasks to send them. Sending a task by its name (one task sender, issue 33) removes these.
-KNOWN_LATE_CIRCLES = {
-    ("planner_ui.tasks", "planner_ui.services.evaluations"): "sent when a run ends (experiment)",
-    ("planner_ui.tasks", "planner_ui.services.proposals"): "sent by the scheduler (revision)",
-    ("planner_ui.tasks", "planner_ui.services.replans"): "sent by the scheduler (re-plan)",
-    ("planner_ui.tasks", "planner_ui.services.runs"): "sent by the scheduler (plan_run)",
-    ("planner_ui.tasks", "planner_ui.services.steps"): "sent by the scheduler (execute_step)",
-    ("planner_ui.tasks", "planner_ui.services.sweep"): "the sweep sends the tasks itself",
-    ("planner_ui.tasks", "planner_ui.services.templates"): "a schedule starts runs, which send",
-}
-
-
 def _import_graph(*, late: bool) -> dict[str, set[str]]:
     """Which of our modules each imports, at import time and (with `late`) in functions too."""
     modules = _modules()
@@ -121,9 +107,7 @@ def _import_graph(*, late: bool) -> dict[str, set[str]]:
     for name, path in modules.items():
         found = _imports(name, path, local=False)
         if late:
-            found |= {
-                m for m in _imports(name, path, local=True) if (name, m) not in KNOWN_LATE_CIRCLES
-            }
+            found |= _imports(name, path, local=True)
         graph[name] = {m for m in found if m in modules and m != name}
     return graph
 
@@ -135,27 +119,10 @@ def test_the_modules_import_each_other_without_a_circle() -> None:
 
 def test_no_import_inside_a_function_closes_a_circle_either() -> None:
     """A function-local import dodges the circle at import time but keeps the modules tied
-    both ways; only the known ones (KNOWN_LATE_CIRCLES) are let through."""
+    both ways. The services send tasks by name (services.sender), so the tasks' imports of
+    the services they run close none."""
     cycles = _cycles(_import_graph(late=True))
     assert cycles == [], "import circles: " + "; ".join(" → ".join(c) for c in cycles)
-
-
-def test_the_known_late_circles_are_still_circles() -> None:
-    """An exception that no longer closes a circle is dropped from the list, so it lets no new
-    one through."""
-    graph = _import_graph(late=True)
-    for (late, target), _why in KNOWN_LATE_CIRCLES.items():
-        assert target in _imports(late, _modules()[late], local=True), (late, target)
-        assert late in _reachable(graph, target), f"{late} → {target} closes no circle now"
-
-
-def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
-    seen, todo = set(), [start]
-    while todo:
-        for nxt in graph[todo.pop()] - seen:
-            seen.add(nxt)
-            todo.append(nxt)
-    return seen
 
 
 # The selectors that still import a service, each with why; none may be added.
@@ -182,8 +149,9 @@ def test_selectors_do_not_import_services() -> None:
 
 
 def test_only_the_celery_tasks_import_the_services_late() -> None:
-    """Tasks import their service inside the task body (the services enqueue tasks); nothing
-    else needs a function-local import of our own modules to dodge a circle."""
+    """Tasks import their service inside the task body (importing the tasks, as Celery's
+    autodiscovery does, loads no models); nothing else needs a function-local import of our
+    own modules."""
     late = {
         name
         for name, path in _modules().items()

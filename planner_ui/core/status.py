@@ -83,6 +83,12 @@ KEPT_BY_REPLAN = frozenset(
 )
 
 
+def status_label(status: str) -> str:
+    """A status as a person reads it, as the models label it too (models._choices):
+    "awaiting plan approval"."""
+    return str(status).replace("_", " ")
+
+
 def check_run_transition(current: str, new: str) -> RunStatus:
     """Return `new` as a RunStatus if a run may move there from `current`, else raise."""
     try:

@@ -27,7 +27,6 @@ from django.db.models import F, Q, Sum
 from django.utils import timezone
 from pydantic import TypeAdapter, ValidationError
 
-from planner_ui import tasks
 from planner_ui.agents.judge import judge
 from planner_ui.core import pricing
 from planner_ui.core.bounds import TokenBudget, UsdBudget
@@ -60,6 +59,7 @@ from .leases import task_lease
 from .providers import check_available, provider_build, routes_for_run
 from .runs import RunInputError, run_create, run_pause, run_resume
 from .scheduler import run_end
+from .sender import TaskName, task_send, task_send_now
 
 MAX_CONCURRENCY = 16
 
@@ -171,7 +171,8 @@ def _within(name: str, bound: object, value: object) -> None:
 
 
 def advance_enqueue(experiment_id: int) -> None:
-    transaction.on_commit(lambda: tasks.experiment_advance.delay(experiment_id))
+    """Have a worker advance the experiment once the transaction commits."""
+    task_send(TaskName.EXPERIMENT_ADVANCE, experiment_id)
 
 
 def experiment_advance(experiment_id: int, *, judging: bool = True) -> Experiment:
@@ -268,7 +269,7 @@ def experiments_advance_running() -> int:
     end whose message was lost, a worker that died while it advanced or judged)."""
     ids = experiments_to_advance()
     for experiment_id in ids:
-        tasks.experiment_advance.delay(experiment_id)
+        task_send_now(TaskName.EXPERIMENT_ADVANCE, experiment_id)
     return len(ids)
 
 

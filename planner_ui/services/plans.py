@@ -21,6 +21,7 @@ from planner_ui.core.edits import (
 from planner_ui.core.errors import InvalidTransition, PlanConflict, PlanValidationError
 from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE, Plan
+from planner_ui.core.run_rules import plan_change_refusal
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.core.validation import parse_plan_json, validate_plan
 from planner_ui.models import PlanVersion, Run, Step
@@ -134,19 +135,12 @@ def steps_rematerialize(run: Run, plan: Plan, keep: set[str], dropped: str) -> N
     )
 
 
-def _lock_for_change(run_id: int, base_version: int) -> tuple[Run, PlanVersion]:
+def plan_lock_for_change(run_id: int, base_version: int) -> tuple[Run, PlanVersion]:
     """The run, locked, and its current version, if its plan may change now: before approval,
-    or while it runs (then only its steps that have not started; see _save_version)."""
+    or while it runs (then only its steps that have not started; see plan_version_save)."""
     run = Run.objects.select_for_update().get(pk=run_id)
-    if run.status not in (RunStatus.AWAITING_PLAN_APPROVAL, RunStatus.RUNNING):
-        raise InvalidTransition(
-            f"This run is {run.get_status_display()}: its plan can no longer be changed."
-        )
-    if run.replanning:
-        raise InvalidTransition(
-            "The planner is revising this run's plan after a failure: change it once the "
-            "re-plan is decided."
-        )
+    if refusal := plan_change_refusal(run):
+        raise InvalidTransition(refusal)
     current = run.plan_versions.order_by("-number").first()
     if current is None:  # pragma: no cover - awaiting approval always has a plan
         raise InvalidTransition("This run has no plan yet.")
@@ -155,7 +149,7 @@ def _lock_for_change(run_id: int, base_version: int) -> tuple[Run, PlanVersion]:
     return run, current
 
 
-def _save_version(run: Run, plan: Plan, author: str, note: str, number: int) -> PlanVersion:
+def plan_version_save(run: Run, plan: Plan, author: str, note: str, number: int) -> PlanVersion:
     """A new version; before approval its steps are made afresh. While the run executes, the
     steps that have started stay as they are (the change may not touch them: it is refused
     whole, never half applied) and the others are made again and dispatched when ready."""
@@ -191,10 +185,10 @@ def _save_version(run: Run, plan: Plan, author: str, note: str, number: int) -> 
 def plan_edit(*, run_id: int, base_version: int, edit: Edit) -> PlanVersion:
     """Apply one edit made against `base_version`; refused edits leave the plan as it was."""
     with transaction.atomic():
-        run, current = _lock_for_change(run_id, base_version)
+        run, current = plan_lock_for_change(run_id, base_version)
         plan = Plan.model_validate(current.plan)
         new_plan = apply_edit(plan, edit, known_tools=sorted(tools_for_run(run)))
-        return _save_version(
+        return plan_version_save(
             run, new_plan, PlanVersion.Author.PERSON, describe_edit(edit, plan), current.number + 1
         )
 
@@ -202,12 +196,12 @@ def plan_edit(*, run_id: int, base_version: int, edit: Edit) -> PlanVersion:
 def plan_undo(*, run_id: int, base_version: int) -> PlanVersion:
     """Undo the last change: a new version whose plan is the one before it."""
     with transaction.atomic():
-        run, current = _lock_for_change(run_id, base_version)
+        run, current = plan_lock_for_change(run_id, base_version)
         if current.number == 1:
             raise InvalidTransition("There is nothing to undo: this is the planner's first plan.")
         previous = run.plan_versions.get(number=current.number - 1)
         plan = Plan.model_validate(previous.plan)
-        return _save_version(
+        return plan_version_save(
             run,
             plan,
             PlanVersion.Author.PERSON,
@@ -221,9 +215,9 @@ def plan_import(*, run_id: int, base_version: int, text: str) -> PlanVersion:
     if len(text) > 200_000:
         raise PlanValidationError([f"the file is {len(text)} characters; at most 200000"])
     with transaction.atomic():
-        run, current = _lock_for_change(run_id, base_version)
+        run, current = plan_lock_for_change(run_id, base_version)
         plan = validate_plan(parse_plan_json(text), known_tools=sorted(tools_for_run(run)))
-        return _save_version(
+        return plan_version_save(
             run, plan, PlanVersion.Author.PERSON, "imported from JSON", current.number + 1
         )
 

@@ -26,7 +26,7 @@ from planner_ui.selectors.proposals import planners_last_version
 from planner_ui.selectors.tools import tools_for_run
 
 from .events import event_append
-from .plans import _lock_for_change, _save_version
+from .plans import plan_lock_for_change, plan_version_save
 from .providers import run_provider
 from .replans import held_for_a_person
 from .scheduler import revision_enqueue
@@ -43,7 +43,7 @@ def proposal_request(*, run_id: int, base_version: int, note: str) -> PlanPropos
             f"The request is {len(note)} characters long; at most {MAX_NOTE_CHARS} are allowed."
         )
     with transaction.atomic():
-        run, current = _lock_for_change(run_id, base_version)
+        run, current = plan_lock_for_change(run_id, base_version)
         if run.proposals.filter(state=PlanProposal.State.PENDING).exists():
             raise InvalidTransition("The planner is already working on a revision.")
         proposal = PlanProposal.objects.create(run=run, base_version=current.number, note=note)
@@ -111,7 +111,9 @@ def proposal_accept(
             )
         run = proposal.run
         latest = run.plan_versions.order_by("-number").values_list("number", flat=True).first()
-        run, current = _lock_for_change(run_id, latest if base_version is None else base_version)
+        run, current = plan_lock_for_change(
+            run_id, latest if base_version is None else base_version
+        )
         base = planners_last_version(run, proposal.base_version)
         merge = plan_merge(
             Plan.model_validate(base.plan),
@@ -123,7 +125,7 @@ def proposal_accept(
         note = f"revised on request: {proposal.note[:200]}"
         if current.number != base.number:
             note += f" (merged with the changes since version {base.number})"
-        version = _save_version(run, plan, PlanVersion.Author.PLANNER, note, current.number + 1)
+        version = plan_version_save(run, plan, PlanVersion.Author.PLANNER, note, current.number + 1)
         proposal.state, proposal.decided_at = PlanProposal.State.ACCEPTED, timezone.now()
         proposal.save()
     return version

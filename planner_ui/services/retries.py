@@ -18,7 +18,14 @@ from planner_ui.core import dag
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID, Plan
-from planner_ui.core.status import FINISHED_STEP_STATUSES, RunStatus, StepStatus
+from planner_ui.core.run_rules import (
+    downstream_retry_refusal,
+    fork_refusal,
+    fork_step_refusal,
+    retry_refusal,
+    step_retry_refusal,
+)
+from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import PlanVersion, Run, RunFile, Step, ToolReceipt
 
 from .events import event_append, events_append
@@ -28,10 +35,6 @@ from .scheduler import dependencies_count, dispatch_ready
 from .search import search_index_run
 
 MAX_INSTRUCTION_CHARS = 4000
-_BASELINE = (
-    "A single-agent baseline is one step with one growing context: re-run it as a baseline "
-    "from the original run instead."
-)
 
 
 def step_retry(
@@ -52,34 +55,20 @@ def step_retry(
         )
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id, owner=user)
-        if run.status not in (RunStatus.RUNNING, RunStatus.SUCCEEDED, RunStatus.FAILED):
-            raise InvalidTransition(
-                f"This run is {run.get_status_display()}, so none of its steps can be retried."
-            )
-        if run.replanning:
-            raise InvalidTransition("A re-plan is being decided: retry once it is.")
-        if run.baseline_of_id:
-            raise InvalidTransition(_BASELINE)
+        if refusal := retry_refusal(run):
+            raise InvalidTransition(refusal)
         steps = {s.step_id: s for s in run.steps.all()}
         step = steps.get(step_id)
         if step is None:
             raise InvalidTransition(f"This run has no step '{step_id}'.")
-        if step.status not in FINISHED_STEP_STATUSES:
-            raise InvalidTransition(
-                f"Step '{step_id}' is {step.get_status_display()}: only a step that has "
-                "finished or failed can be retried."
-            )
+        if refusal := step_retry_refusal(step_id, step.status):
+            raise InvalidTransition(refusal)
         again = [step_id]
         if downstream:
             deps = {s.step_id: s.depends_on for s in steps.values()}
             again += sorted(dag.descendants(deps, step_id), key=lambda s: steps[s].position)
-            idle = {*FINISHED_STEP_STATUSES, StepStatus.PENDING}
-            busy = [s for s in again if steps[s].status not in idle]
-            if busy:
-                raise InvalidTransition(
-                    f"Step '{busy[0]}' after it is {steps[busy[0]].get_status_display()}: retry "
-                    "once it has finished, or retry this step alone."
-                )
+            if refusal := downstream_retry_refusal((s, steps[s].status) for s in again[1:]):
+                raise InvalidTransition(refusal)
         if instruction and instruction != step.instruction:
             _edited_version(run, step, instruction, user)
         Step.objects.filter(run=run, step_id__in=again).update(
@@ -133,18 +122,14 @@ def run_fork(*, run_id: int, step_id: str, user: AbstractBaseUser) -> Run:
     is not made again (services.outbox); the reused ones' receipts come along under keys that
     no call of the fork can claim."""
     original = Run.objects.get(pk=run_id, owner=user)
-    if original.baseline_of_id:
-        raise InvalidTransition(_BASELINE)
+    if refusal := fork_refusal(original):
+        raise InvalidTransition(refusal)
     steps = {s.step_id: s for s in original.steps.all()}
-    if step_id not in steps or step_id == SYNTHESIS_STEP_ID:
-        raise InvalidTransition(f"This run has no step '{step_id}' to fork from.")
-    before = dag.ancestors({s.step_id: s.depends_on for s in steps.values()}, step_id)
-    unfinished = sorted(s for s in before if steps[s].status != StepStatus.SUCCEEDED)
-    if unfinished:
-        raise InvalidTransition(
-            f"Step '{unfinished[0]}', which '{step_id}' depends on, has not succeeded: fork from "
-            "a step whose inputs are all done."
-        )
+    depends_on = {s.step_id: s.depends_on for s in steps.values()}
+    statuses = {s.step_id: s.status for s in steps.values()}
+    if refusal := fork_step_refusal(step_id, depends_on, statuses):
+        raise InvalidTransition(refusal)
+    before = dag.ancestors(depends_on, step_id)
     version = original.plan_versions.order_by("-number").first()
     plan = Plan.model_validate(version.plan)
     with transaction.atomic():

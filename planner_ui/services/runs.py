@@ -21,6 +21,12 @@ from planner_ui.core.hosts import HostListError, hosts_in_text, parse_hosts
 from planner_ui.core.plan import Plan
 from planner_ui.core.routing import RouteError
 from planner_ui.core.run_options import RunOptions
+from planner_ui.core.run_rules import (
+    approval_refusal,
+    cancel_refusal,
+    pause_refusal,
+    resume_refusal,
+)
 from planner_ui.core.status import RunStatus
 from planner_ui.core.validation import validate_plan
 from planner_ui.models import ExperimentRun, PlanVersion, Run
@@ -279,10 +285,8 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
     looked at it, the approval is refused instead of running something they did not see."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        if run.status != RunStatus.AWAITING_PLAN_APPROVAL:
-            raise InvalidTransition(
-                f"This run is {run.get_status_display()}, so its plan cannot be approved now."
-            )
+        if refusal := approval_refusal(run):
+            raise InvalidTransition(refusal)
         version = run.plan_versions.order_by("-number").first()
         if version_number is not None and version_number != version.number:
             raise PlanConflict(version_number, version.number)
@@ -296,11 +300,6 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
     return run
 
 
-# The statuses a run may be paused in: before its plan is approved too, so that a run paused
-# while it plans gets its plan and holds its steps (dispatch_ready starts none while paused).
-_PAUSABLE = (RunStatus.PLANNING, RunStatus.AWAITING_PLAN_APPROVAL, RunStatus.RUNNING)
-
-
 def run_pause(run_id: int, user: AbstractBaseUser) -> Run:
     """Start no new step until resumed. Steps already started carry on to the end of their
     step (a step waiting for an approval goes on once it is decided); a run still planning
@@ -308,9 +307,8 @@ def run_pause(run_id: int, user: AbstractBaseUser) -> Run:
     restarts do not lift it."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        if run.status not in _PAUSABLE or run.paused_at:
-            state = "paused already" if run.paused_at else run.get_status_display()
-            raise InvalidTransition(f"This run is {state}, so it cannot be paused.")
+        if refusal := pause_refusal(run):
+            raise InvalidTransition(refusal)
         run.paused_at = timezone.now()
         run.save(update_fields=["paused_at"])
         event_append(run_id, EventType.RUN_PAUSED, {"by": user.get_username()})
@@ -321,11 +319,8 @@ def run_resume(run_id: int, user: AbstractBaseUser) -> Run:
     """Go on from a pause: the steps that became ready meanwhile start now."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        if run.status not in _PAUSABLE or not run.paused_at:
-            raise InvalidTransition(
-                f"This run is {run.get_status_display()} and not paused, so there is nothing "
-                "to resume."
-            )
+        if refusal := resume_refusal(run):
+            raise InvalidTransition(refusal)
         run.paused_at = None
         run.save(update_fields=["paused_at"])
         event_append(run_id, EventType.RUN_RESUMED, {"by": user.get_username()})
@@ -341,9 +336,7 @@ def run_cancel(run_id: int, user: AbstractBaseUser) -> Run:
     are running stop at their next model or tool call. Everything up to now stays recorded."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
-        if run.is_finished:
-            raise InvalidTransition(
-                f"This run is already {run.get_status_display()}, so it cannot be cancelled."
-            )
+        if refusal := cancel_refusal(run):
+            raise InvalidTransition(refusal)
         run_end(run, RunStatus.CANCELLED, f"Cancelled by {user.get_username()}.")
     return run

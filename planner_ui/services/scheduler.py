@@ -1,5 +1,5 @@
-"""What runs next, and when a run ends: the one home of dispatch, and the only code that hands
-work to the Celery workers.
+"""What runs next, and when a run ends: the one home of dispatch, which decides the work the
+Celery workers are handed (services.sender sends it; the sweep sends again what was lost).
 
 Every function that takes a `run` expects the caller to hold its row lock inside a
 transaction, and hands work on once it commits: the rules are docs/write-protocol.md's (lock
@@ -9,13 +9,10 @@ order, rule 3; queued from, rule 2; the shared finish, rule 4; after commit, rul
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from planner_ui import tasks
 from planner_ui.core import dag
 from planner_ui.core.events import EventType
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
@@ -28,62 +25,22 @@ from planner_ui.core.status import (
 from planner_ui.models import Approval, ExperimentRun, Run, Step
 
 from . import sql
-from .broadcast import after_commit
 from .events import event_append, events_append, owner_notify
-from .handover import send_again
 from .outcomes import run_outcome_set
 from .search import search_index_run
+from .sender import TaskName, task_send
 
 # --- handing work to the workers -------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TaskSend:
-    """One task for the queue, sent with the producer its transaction's tasks share."""
-
-    task: Any
-    args: tuple[Any, ...]
-
-    def __call__(self, producer: Any) -> None:
-        self.task.apply_async(
-            args=self.args,
-            producer=producer,
-            retry=True,
-            retry_policy={"max_retries": 2},
-            # What Celery would write with its saferepr, 40 µs a task cheaper (ids and numbers).
-            argsrepr=repr(self.args),
-            kwargsrepr="{}",
-        )
-
-
-def _enqueue(run_id: int, task: Any, *args: Any, step_id: str = "") -> None:
-    """Send `task(*args)` once the transaction commits, with the transaction's other tasks; if
-    the queue refuses it (Redis restarting, failing over), send it again for a while and then
-    leave it to the sweep: the run waits meanwhile, and its log says why."""
-    send = TaskSend(task, args)
-
-    def refused(exc: Exception) -> None:
-        name = task.name.rsplit(".", 1)[-1]
-        retry_s = send_again(send, f"{name}{args}")
-        with transaction.atomic():
-            event_append(
-                run_id,
-                EventType.HANDOVER_DELAYED,
-                {"task": name, "error": str(exc)[:300], "retry_s": retry_s},
-                step_id=step_id,
-            )
-
-    after_commit().enqueue(send, refused)
-
-
 def plan_enqueue(run: Run) -> None:
     """Have a worker ask the planner for the run's plan."""
-    _enqueue(run.pk, tasks.plan_run, run.pk)
+    task_send(TaskName.PLAN_RUN, run.pk, run_id=run.pk)
 
 
 def revision_enqueue(run_id: int, proposal_id: int) -> None:
     """Have a worker ask the planner for the revision a person requested."""
-    _enqueue(run_id, tasks.revise_plan_task, proposal_id)
+    task_send(TaskName.REVISE_PLAN, proposal_id, run_id=run_id)
 
 
 # --- dispatch --------------------------------------------------------------------------------
@@ -133,7 +90,7 @@ def _dispatch(run: Run, ready: list[str], carry: Carry | None) -> list[str]:
         if carry.pk is not None:
             sent = ready[1:]
     for step_id in sent:
-        _enqueue(run.pk, tasks.execute_step, run.pk, step_id, step_id=step_id)
+        task_send(TaskName.EXECUTE_STEP, run.pk, step_id, run_id=run.pk, step_id=step_id)
     return ready
 
 
@@ -199,7 +156,7 @@ def step_resume(run_id: int, step_id: str) -> bool:
     ):
         return False  # not waiting (the run ended, or it was resumed already)
     event_append(run_id, EventType.STEP_QUEUED, {"resumed": True}, step_id=step_id)
-    _enqueue(run_id, tasks.execute_step, run_id, step_id, step_id=step_id)
+    task_send(TaskName.EXECUTE_STEP, run_id, step_id, run_id=run_id, step_id=step_id)
     return True
 
 
@@ -279,7 +236,7 @@ def replan_start(run: Run, step_id: str, error: str) -> bool:
     run.replanning = True
     run.save(update_fields=["replanning"])
     event_append(run.pk, EventType.PLAN_REPLANNING, {"error": error}, step_id=step_id)
-    _enqueue(run.pk, tasks.replan_task, run.pk, step_id)
+    task_send(TaskName.REPLAN, run.pk, step_id, run_id=run.pk)
     return True
 
 
@@ -317,7 +274,7 @@ def _experiment_tell(run: Run) -> None:
         ExperimentRun.objects.filter(run_id=run.pk).values_list("experiment_id", flat=True).first()
     )
     if experiment_id is not None:
-        _enqueue(run.pk, tasks.experiment_advance, experiment_id)
+        task_send(TaskName.EXPERIMENT_ADVANCE, experiment_id, run_id=run.pk)
 
 
 def _status_payload(run: Run) -> dict[str, str]:

@@ -8,6 +8,8 @@ they changed with `RETURNING`, so no write is followed by a read of the same row
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -355,10 +357,15 @@ def instance_of(
 def retried(attempt: Callable[[], _T], *, tries: int = 3) -> _T:
     """`attempt()`, a whole transaction, run again when the database rolled it back to break
     a deadlock or a serialization conflict (PostgreSQL); any other error goes through."""
-    for _ in range(tries - 1):
+    for tried in range(1, tries):
         try:
             return attempt()
         except OperationalError as exc:
             if getattr(exc.__cause__, "sqlstate", None) not in _TRY_AGAIN:
                 raise
+        # A moment, a random one, before going again: at once, the try took back the rows the
+        # server had just freed before the transaction it was failed for could take them, and
+        # the two deadlocked again (a finish's first statement locks its step's row), the
+        # other failed this time.
+        time.sleep(random.uniform(0.01, 0.05) * tried)
     return attempt()

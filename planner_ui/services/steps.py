@@ -175,10 +175,8 @@ def _claim_whole(
         _not_claimed(run_id, step_id, redelivered)
         return None
     row = found[0]
-    step = sql.instance_of(Step, row[:_STEP_COLUMNS])
-    step.run = sql.instance_of(Run, row[_STEP_COLUMNS : _STEP_COLUMNS + _RUN_COLUMNS])
-    event_pk, parents = row[_STEP_COLUMNS + _RUN_COLUMNS :]
-    step.context_read = [tuple(parent) for parent in sql.json_loaded(parents) or []]
+    step = _whole_claimed(row)
+    event_pk = row[_STEP_COLUMNS + _RUN_COLUMNS]
     event = RunEvent(
         pk=event_pk,
         run_id=run_id,
@@ -225,6 +223,21 @@ _CLAIM_WHOLE = (
     f"FROM {sql.table(Step)} AS parent WHERE parent.run_id = claimed.run_id "
     "AND parent.step_id IN (SELECT jsonb_array_elements_text(claimed.depends_on))) "
     "FROM claimed, counter, started"
+)
+# PostgreSQL, a carried step's claim (rule 7), inside its parent's finish: _CLAIM's, with the
+# step, its run (as the finish's statements see it) and its parents' outputs (its parent's just
+# written) in _CLAIM_WHOLE's shape; its event goes with the finish's (events_at_end).
+_CLAIM_CARRIED = (
+    f"UPDATE {sql.table(Step)} AS claimed SET status = %s, attempts = attempts + 1, "
+    "started_at = %s, heartbeat_at = statement_timestamp(), worker = %s "
+    f"FROM {sql.table(Run)} AS run_now "
+    "WHERE claimed.run_id = %s AND claimed.step_id = %s AND claimed.status = %s "
+    "AND run_now.id = claimed.run_id "
+    f"AND EXISTS (SELECT 1 FROM {sql.table(Run)} WHERE id = %s AND status = %s FOR KEY SHARE) "
+    f"RETURNING {sql.columns(Step, prefix='claimed.')}, {sql.columns(Run, prefix='run_now.')}, "
+    "(SELECT json_agg(json_build_array(parent.step_id, parent.title, parent.output)) "
+    f"FROM {sql.table(Step)} AS parent WHERE parent.run_id = claimed.run_id "
+    "AND parent.step_id IN (SELECT jsonb_array_elements_text(claimed.depends_on)))"
 )
 _STEP_COLUMNS = len(Step._meta.concrete_fields)
 _RUN_COLUMNS = len(Run._meta.concrete_fields)
@@ -289,7 +302,7 @@ def step_execute(
                 run_id, step.step_id, carried_from, time.monotonic() - began,
             )  # fmt: skip
         carried_from = step.step_id
-        step = _claimed(carried) if carried is not None else None
+        step = carried
 
 
 def _carried_take_over(run_id: int, step_id: str, worker: str) -> Step | None:
@@ -318,7 +331,7 @@ def _carried_take_over(run_id: int, step_id: str, worker: str) -> Step | None:
     return None
 
 
-def _execute(step: Step, worker: str, *, carry_on: bool = False) -> int | None:
+def _execute(step: Step, worker: str, *, carry_on: bool = False) -> Step | None:
     """The step's work, then its end; the key of the step its end claimed for this process to
     run next (with `carry_on`), if any."""
     run, run_id, step_id = step.run, step.run_id, step.step_id
@@ -388,18 +401,48 @@ def _execute(step: Step, worker: str, *, carry_on: bool = False) -> int | None:
     finally:
         if workspace is not None:
             workspace_drop(workspace)
-    carry = Carry(_carry_claim(run_id, step_id, worker)) if carry_on else None
+    loaded: dict[int, Step] = {}
+    carry = Carry(_carry_claim(run_id, step_id, worker, loaded)) if carry_on else None
     step_finish(run_id, step_id, outcome=outcome, model=provider.label, worker=worker, carry=carry)
-    return carry.pk if carry else None
+    if carry is None or carry.pk is None:
+        return None
+    # Read by the claim on PostgreSQL; elsewhere once the finish has let go of the write lock.
+    return loaded.get(carry.pk) or _claimed(carry.pk)
 
 
-def _carry_claim(run_id: int, parent: str, worker: str) -> Callable[[str], int | None]:
-    """How a finish claims, in its own transaction, the step it makes ready for this process."""
+def _carry_claim(
+    run_id: int, parent: str, worker: str, loaded: dict[int, Step]
+) -> Callable[[str], int | None]:
+    """How a finish claims, in its own transaction, the step it makes ready for this process;
+    on PostgreSQL the step, its run and its parents' outputs come back with the claim, into
+    `loaded`, rather than in two more round trips once the finish commits."""
 
     def claim(step_id: str) -> int | None:
-        return _claim(run_id, step_id, worker, carried_from=parent)
+        if connection.vendor != "postgresql":
+            return _claim(run_id, step_id, worker, carried_from=parent)
+        now = timezone.now()
+        found = sql.rows(
+            _CLAIM_CARRIED,
+            [StepStatus.RUNNING.value, sql.when(now), worker, run_id, step_id, _QUEUED.value]
+            + [run_id, RunStatus.RUNNING.value],
+        )
+        if not found:
+            return None
+        step = _whole_claimed(found[0])
+        loaded[step.pk] = step
+        started = {"attempt": step.attempts, **_started(now, None, worker, parent)}
+        event_append(run_id, EventType.STEP_STARTED, started, step_id=step_id)
+        return step.pk
 
     return claim
+
+
+def _whole_claimed(row: tuple[Any, ...]) -> Step:
+    """A claimed step, its run and its parents' outputs, from a row of _CLAIM_WHOLE's shape."""
+    step = sql.instance_of(Step, row[:_STEP_COLUMNS])
+    step.run = sql.instance_of(Run, row[_STEP_COLUMNS : _STEP_COLUMNS + _RUN_COLUMNS])
+    step.context_read = [tuple(parent) for parent in sql.json_loaded(row[-1]) or []]
+    return step
 
 
 def step_pause(run_id: int, step_id: str, paused: StepPaused, *, worker: str = "") -> None:

@@ -11,7 +11,6 @@ over: docs/write-protocol.md, rule 8.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 from datetime import datetime, timedelta
@@ -19,7 +18,6 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from planner_ui import tasks
 from planner_ui.core.events import EventType
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import PlanProposal, Run, Step, Sweep
@@ -28,8 +26,7 @@ from . import sql
 from .evaluations import experiments_advance_running
 from .events import event_append
 from .leases import lease_held, once_per, seen_for
-
-log = logging.getLogger(__name__)
+from .sender import TaskName, task_send_now
 
 
 def sweep(by: str = "") -> dict[str, int]:
@@ -46,7 +43,7 @@ def sweep(by: str = "") -> dict[str, int]:
         "plans_again": _lost_plans(now),
         "replans_again": _lost_replans(),
         "revisions_again": _lost_revisions(now),
-        "experiments": _running_experiments(),
+        "experiments": experiments_advance_running(),
     }
 
 
@@ -69,13 +66,6 @@ _CLAIM = (
 )
 
 
-def _send(task, *args, **kwargs) -> None:
-    try:
-        task.apply_async(args=args, kwargs=kwargs, retry=True, retry_policy={"max_retries": 2})
-    except Exception:  # the broker is down: the next sweep tries again
-        log.warning("the sweep could not enqueue %s%s", task.name, args, exc_info=True)
-
-
 def _lost_steps(now: datetime) -> int:
     lease = settings.AGENTSITE_STEP_LEASE_S
     lost = Step.objects.filter(
@@ -94,7 +84,7 @@ def _lost_steps(now: datetime) -> int:
                 {"worker": worker, "heartbeat_at": heartbeat_at.isoformat()},
                 step_id=step_id,
             )
-        _send(tasks.execute_step, run_id, step_id, takeover=True)
+        task_send_now(TaskName.EXECUTE_STEP, run_id, step_id, takeover=True)
         count += 1
     return count
 
@@ -110,7 +100,7 @@ def _unclaimed_steps(now: datetime) -> int:
     for run_id, step_id in unclaimed:
         # A duplicate of a message still in the queue does no harm: one claim wins.
         if once_per(after, "requeue", run_id, step_id):
-            _send(tasks.execute_step, run_id, step_id)
+            task_send_now(TaskName.EXECUTE_STEP, run_id, step_id)
             count += 1
     return count
 
@@ -125,7 +115,7 @@ def _lost_plans(now: datetime) -> int:
     count = 0
     for run_id in waiting:
         if not lease_held("plan", run_id) and once_per(after, "plan", run_id):
-            _send(tasks.plan_run, run_id)
+            task_send_now(TaskName.PLAN_RUN, run_id)
             count += 1
     return count
 
@@ -142,7 +132,7 @@ def _lost_replans() -> int:
         if lease_held("replan", run.pk) or not seen_for(after, "replan", run.pk):
             continue
         failed = run.steps.filter(status=StepStatus.FAILED).order_by("-finished_at").first()
-        _send(tasks.replan_task, run.pk, failed.step_id if failed else "")
+        task_send_now(TaskName.REPLAN, run.pk, failed.step_id if failed else "")
         count += 1
     return count
 
@@ -157,14 +147,6 @@ def _lost_revisions(now: datetime) -> int:
     count = 0
     for proposal_id in pending:
         if not lease_held("revision", proposal_id) and once_per(after, "revision", proposal_id):
-            _send(tasks.revise_plan_task, proposal_id)
+            task_send_now(TaskName.REVISE_PLAN, proposal_id)
             count += 1
     return count
-
-
-def _running_experiments() -> int:
-    try:
-        return experiments_advance_running()
-    except Exception:  # the broker is down: the next sweep tries again
-        log.warning("the sweep could not advance the experiments", exc_info=True)
-        return 0

@@ -17,7 +17,6 @@ from django.urls import reverse, reverse_lazy
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from planner_ui.core import dag
 from planner_ui.core.bounds import (
     BUDGET_USD_DIGITS,
     BUDGET_USD_PLACES,
@@ -41,6 +40,17 @@ from planner_ui.core.hosts import (
 from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.plan import MAX_STEPS, ROLES, Plan
 from planner_ui.core.run_options import RunOptions
+from planner_ui.core.run_rules import (
+    cancel_refusal,
+    fork_refusal,
+    forkable_steps,
+    pause_refusal,
+    plan_change_refusal,
+    resume_refusal,
+    retry_refusal,
+    step_change_refusal,
+    step_retry_refusal,
+)
 from planner_ui.core.status import (
     FINISHED_STEP_STATUSES,
     STEP_PROGRESS,
@@ -439,6 +449,10 @@ def render_run(
         ),
         **run_approvals(run),
         **_cards_context(run, steps, tools),
+        # The buttons offered: what the services would do now (core.run_rules).
+        "may_pause": pause_refusal(run) is None,
+        "may_resume": resume_refusal(run) is None,
+        "may_cancel": cancel_refusal(run) is None,
         "notice": notice,
         "error": error,
     }
@@ -446,35 +460,6 @@ def render_run(
         context["step_progress"] = {str(status): rank for status, rank in STEP_PROGRESS.items()}
     template = "planner_ui/_run_main.html" if fragment else "planner_ui/run_detail.html"
     return render(request, template, context, status=status)
-
-
-def plan_editable(run: Run) -> bool:
-    """Whether the page offers plan changes: before approval, and while the run runs (then
-    for the steps that have not started) unless a re-plan is being decided."""
-    if run.status == RunStatus.AWAITING_PLAN_APPROVAL:
-        return True
-    return run.status == RunStatus.RUNNING and not run.replanning
-
-
-# Why a started step is locked, in the words a person reads on its card.
-_STARTED = {
-    StepStatus.QUEUED: "it is queued to run",
-    StepStatus.RUNNING: "it is running",
-    StepStatus.WAITING: "it waits for a person",
-    StepStatus.SUCCEEDED: "it has run",
-    StepStatus.FAILED: "it has run and failed",
-    StepStatus.SKIPPED: "it was skipped",
-}
-
-
-def going_back(run: Run) -> bool:
-    """Whether the page offers to retry steps and fork from them: once the run has started,
-    unless it was cancelled, is a single-agent baseline or waits for a re-plan."""
-    return (
-        run.status in (RunStatus.RUNNING, RunStatus.SUCCEEDED, RunStatus.FAILED)
-        and not run.baseline_of_id
-        and not run.replanning
-    )
 
 
 # A step's output longer than this is folded in its panel until a person asks for the rest.
@@ -491,14 +476,15 @@ def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[
     calls = tool_calls_by_step(run, [s.step_id for s in steps])
     approvals = approvals_by_step(run, [s.step_id for s in steps])
     lost_before = timezone.now() - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
-    editable = plan_editable(run)
-    again = going_back(run)
-    if again:
+    editable = plan_change_refusal(run) is None
+    retries = retry_refusal(run) is None
+    forks = fork_refusal(run) is None
+    if forks:
         # Fork from a step whose inputs are all done: read over every step, not only these.
         rows = run.steps.values_list("step_id", "depends_on", "status")
         deps = {step_id: depends_on for step_id, depends_on, _ in rows}
-        succeeded = {step_id for step_id, _, status in rows if status == StepStatus.SUCCEEDED}
-        inputs_done = dag.upstream_done(deps, succeeded)
+        statuses = {step_id: status for step_id, _, status in rows}
+        forkable = forkable_steps(deps, statuses)
     for step in steps:
         step.calls = calls.get(step.step_id, [])
         step.approvals = approvals.get(step.step_id, [])
@@ -506,17 +492,16 @@ def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[
         step.output_long = (
             step.output.count("\n") >= OUTPUT_FOLD_LINES or len(step.output) > OUTPUT_FOLD_CHARS
         )
-        step.editable = (
-            editable and step.status == StepStatus.PENDING and step.role != "synthesizer"
-        )
-        if editable and not step.editable and step.role != "synthesizer":
+        locked = step_change_refusal(step.status)
+        step.editable = editable and locked is None and step.role != "synthesizer"
+        if editable and locked and step.role != "synthesizer":
             step.locked_reason = (
                 f"its output was reused from run {step.reused_from_id}"
                 if step.reused_from_id
-                else f"{_STARTED[step.status]}; only steps that have not started change"
+                else locked
             )
-        step.retryable = again and step.status in FINISHED_STEP_STATUSES
-        step.forkable = again and step.role != "synthesizer" and step.step_id in inputs_done
+        step.retryable = retries and step_retry_refusal(step.step_id, step.status) is None
+        step.forkable = forks and step.step_id in forkable
         # Its worker stopped refreshing the heartbeat: the sweep hands the step to another.
         step.worker_lost = (
             step.status == StepStatus.RUNNING

@@ -319,6 +319,22 @@ def test_a_model_calls_record_and_a_cancel_at_once_do_not_deadlock(make_user):
 
 
 @postgresql_only
+def _until_another_waits_for_a_lock(timeout_s: float = 10.0) -> None:
+    """Until another session of this database waits for a row lock: a fixed sleep let the
+    deadlock form the other way round on a loaded machine, and the server failed the other."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+            )
+            if cursor.fetchone()[0]:
+                return
+        time.sleep(0.02)
+    raise AssertionError("nobody waited for a lock")
+
+
 def test_a_finish_the_server_fails_to_break_a_deadlock_goes_again(make_user):
     # Another transaction holds the child's row, then asks for the finishing step's: each
     # waits for the other, and the server fails the one that waited first, the finish. It
@@ -332,7 +348,10 @@ def test_a_finish_the_server_fails_to_break_a_deadlock_goes_again(make_user):
                 Step.objects.select_for_update().get(run=run, step_id="child")
                 holding.set()
                 assert finish_waits.wait(timeout=10)
-                time.sleep(0.3)  # the finish is waiting on the child's row by now
+                _until_another_waits_for_a_lock()  # the finish, on the child's row
+                # Each waiter checks for a deadlock a second after it began to wait: the
+                # finish's check must come first, by more than a loaded machine's delays.
+                time.sleep(0.3)
                 Step.objects.select_for_update().get(run=run, step_id="a")
         except BaseException as exc:
             errors.append(exc)

@@ -4,51 +4,18 @@ it, says so, and the work is handed over once the queue answers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-import redis
-from kombu import pools
 
 from agentsite import embedded
-from agentsite.celery import app
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
 from planner_ui.models import Run
 from planner_ui.services.handover import sends_pending
 from planner_ui.services.runs import run_create
 from tests.conftest import wait_until
+from tests.services.conftest import queued_on
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _reset_pools() -> None:
-    # Celery takes its pool from kombu's global registry (keyed by broker URL) and builds a
-    # producer pool on it: drop all three, so neither test sees the other's connections.
-    pools.reset()
-    app._pool = None
-    app.amqp._producer_pool = None
-
-
-@pytest.fixture
-def queue_socket(tmp_path_factory) -> Iterator[Path]:
-    """Point this process's Celery producer at a socket nothing listens on (yet)."""
-    original = app.conf.broker_url
-    socket = Path(tmp_path_factory.mktemp("q")) / "q.sock"
-    _reset_pools()
-    app.conf.broker_url = f"redis+socket://{socket}"
-    yield socket
-    _reset_pools()
-    app.conf.broker_url = original
-
-
-def _queued(socket: Path) -> list[bytes]:
-    client = redis.Redis(unix_socket_path=str(socket))
-    try:
-        return client.lrange("agentsite", 0, -1)
-    finally:
-        client.close()
 
 
 def test_a_refused_hand_over_waits_for_the_queue_and_says_so(make_user, queue_socket):
@@ -62,7 +29,7 @@ def test_a_refused_hand_over_waits_for_the_queue_and_says_so(make_user, queue_so
 
     redis_server = embedded.start_redis(queue_socket)
     try:
-        messages = wait_until(lambda: _queued(queue_socket), timeout=10, what="the hand-over")
+        messages = wait_until(lambda: queued_on(queue_socket), timeout=10, what="the hand-over")
         assert len(messages) == 1 and b"planner_ui.tasks.plan_run" in messages[0]
         assert sends_pending() == 0
     finally:
@@ -85,7 +52,7 @@ def test_tasks_refused_together_each_say_so_and_arrive_together(make_user, queue
         assert run.events.filter(type="handover.delayed").count() == 1
     redis_server = embedded.start_redis(queue_socket)
     try:
-        wait_until(lambda: len(_queued(queue_socket)) == 2, timeout=10, what="both hand-overs")
+        wait_until(lambda: len(queued_on(queue_socket)) == 2, timeout=10, what="both hand-overs")
     finally:
         embedded.stop_processes([redis_server])
 

@@ -48,6 +48,11 @@ def _claim_whole(run: Run) -> Filled:
     ]
 
 
+def _claim_carried(run: Run) -> Filled:
+    now = sql.when(timezone.now())
+    return steps._CLAIM_CARRIED, ["running", now, "w", run.pk, "b", "queued", run.pk, "running"]
+
+
 def _finish_params(run: Run) -> list[Any]:
     return ["succeeded", sql.when(timezone.now()), "m", "out", run.pk, "a", "running", "w"]
 
@@ -65,6 +70,7 @@ def _finish_locking(run: Run) -> Filled:
 STATEMENTS: dict[str, tuple[str, Callable[[Run], Filled], set[str]]] = {
     "steps._CLAIM": (steps._CLAIM, _claim, {"sqlite"}),
     "steps._CLAIM_WHOLE": (steps._CLAIM_WHOLE, _claim_whole, {"postgresql"}),
+    "steps._CLAIM_CARRIED": (steps._CLAIM_CARRIED, _claim_carried, {"postgresql"}),
     "steps._FINISH": (steps._FINISH, _finish, {"sqlite"}),
     "steps._FINISH_LOCKING": (steps._FINISH_LOCKING, _finish_locking, {"postgresql"}),
     "events._NEXT_SEQS": (events._NEXT_SEQS, lambda run: (events._NEXT_SEQS, [1, run.pk]), set()),

@@ -11,14 +11,14 @@ from typing import Any
 
 from planner_ui.core.prompt_contract import Output
 
-from .detect import _emails
-from .request import _MAX_EMAIL_BODY_CHARS
-from .words import _STOPWORDS, _collapse, _excerpt, _sentence
+from .detect import emails
+from .request import MAX_EMAIL_BODY_CHARS
+from .words import STOPWORDS, collapse, excerpt, sentence
 
 # --- composing Markdown from material ------------------------------------------------------------
 
 
-def _digest(text: str, limit: int) -> str:
+def digest(text: str, limit: int) -> str:
     """Markdown shortened for quoting: headings become plain lines, fences and blanks go."""
     lines = []
     for line in text.splitlines():
@@ -36,7 +36,7 @@ def _digest(text: str, limit: int) -> str:
 
 def _plain_text(page: str) -> str:
     page = re.sub(r"(?is)<(script|style|head)\b.*?</\1>", " ", page)
-    return _collapse(html.unescape(re.sub(r"<[^>]+>", " ", page)))
+    return collapse(html.unescape(re.sub(r"<[^>]+>", " ", page)))
 
 
 def _capitalized(text: str) -> str:
@@ -73,7 +73,7 @@ def _subject(directive: str) -> str:
         maxsplit=1,
     )[0]
     text = re.sub(r"^(?:the|a|an)\s+", "", text, flags=re.I)
-    return _excerpt(text, 90).rstrip(".,:;")
+    return excerpt(text, 90).rstrip(".,:;")
 
 
 _WEAK_SUBJECT = re.compile(
@@ -83,7 +83,7 @@ _WEAK_SUBJECT = re.compile(
 )
 
 
-def _topic(directive: str, outputs: Sequence[Output]) -> str:
+def topic_of(directive: str, outputs: Sequence[Output]) -> str:
     """A heading: the directive's subject, or the material's own when the directive says 'it'."""
     subject = _subject(directive)
     if not _WEAK_SUBJECT.match(subject):
@@ -92,33 +92,33 @@ def _topic(directive: str, outputs: Sequence[Output]) -> str:
         heading = re.match(r"\s*#{1,6}\s+(.+)", outputs[0].text)
         own = _subject(outputs[0].title)
         if heading:
-            return _excerpt(heading.group(1), 90)
+            return excerpt(heading.group(1), 90)
         if not _WEAK_SUBJECT.match(own):
             return _capitalized(own)
     return "Results"
 
 
-def _terms(text: str) -> Counter[str]:
+def terms_of(text: str) -> Counter[str]:
     words = re.findall(r"[a-z][a-z0-9-]{3,}", text.lower())
-    return Counter(w for w in words if w not in _STOPWORDS)
+    return Counter(w for w in words if w not in STOPWORDS)
 
 
-def _top(terms: Iterable[str], counts: Counter[str], n: int = 6) -> list[str]:
+def top(terms: Iterable[str], counts: Counter[str], n: int = 6) -> list[str]:
     return sorted(terms, key=lambda t: (-counts[t], t))[:n]
 
 
-def _points(text: str, n: int = 4) -> list[str]:
+def points_of(text: str, n: int = 4) -> list[str]:
     """The first few substantial lines or sentences of a text."""
-    lines = [line for line in _digest(text, 4000).splitlines() if len(line.split()) >= 2]
+    lines = [line for line in digest(text, 4000).splitlines() if len(line.split()) >= 2]
     if len(lines) < 2:
         # One paragraph: its sentences are the points.
-        prose = _collapse(" ".join(lines))
+        prose = collapse(" ".join(lines))
         lines = [s for s in re.split(r"(?<=[.!?])\s+", prose) if len(s.split()) >= 2]
-    return [_excerpt(re.sub(r"^[-*•]\s+|^\d+[.)]\s+", "", line), 220) for line in lines[:n]]
+    return [excerpt(re.sub(r"^[-*•]\s+|^\d+[.)]\s+", "", line), 220) for line in lines[:n]]
 
 
 @dataclass(frozen=True)
-class _Used:
+class Used:
     """One tool call and its result, as the final answer reports it."""
 
     name: str
@@ -142,9 +142,9 @@ class _Used:
             body = content[status.end() :] if status else content
             title = re.search(r"(?is)<title[^>]*>(.*?)</title>", body)
             text = _plain_text(body)
-            named = f" — “{_collapse(html.unescape(title.group(1)))}”" if title else ""
+            named = f" — “{collapse(html.unescape(title.group(1)))}”" if title else ""
             code = f" (HTTP {status.group(1)})" if status else ""
-            return f"Fetched {url}{code}{named}: “{_excerpt(text, 300)}”"
+            return f"Fetched {url}{code}{named}: “{excerpt(text, 300)}”"
         if self.name == "send_email":
             to = args.get("to", "the recipient")
             if self.is_error:
@@ -154,12 +154,12 @@ class _Used:
             url = args.get("url", "the URL")
             if self.is_error:
                 return f"The post to {url} failed: {content}"
-            return f"Posted to {url}: {_excerpt(content.splitlines()[0] if content else '', 120)}."
+            return f"Posted to {url}: {excerpt(content.splitlines()[0] if content else '', 120)}."
         if self.name == "shell":
             command = args.get("command", "")
             if self.is_error:
                 return f"`{command}` did not run: {content}"
-            return f"Ran `{command}`: {_excerpt(content, 300)}"
+            return f"Ran `{command}`: {excerpt(content, 300)}"
         if self.name == "delete_file":
             path = args.get("path", "the file")
             return f"Could not delete {path}: {content}" if self.is_error else f"Deleted {path}."
@@ -174,18 +174,18 @@ class _Used:
             path = args.get("path", "the file")
             if self.is_error:
                 return f"Could not read {path}: {content}"
-            return f"Read {path}: “{_excerpt(content, 300)}”"
+            return f"Read {path}: “{excerpt(content, 300)}”"
         if self.name == "list_files":
             return (
                 f"Could not list files: {content}"
                 if self.is_error
-                else f"Workspace files: {_excerpt(content, 300)}"
+                else f"Workspace files: {excerpt(content, 300)}"
             )
         prefix = f"{self.name} failed: " if self.is_error else f"{self.name}: "
-        return prefix + _excerpt(content, 300)
+        return prefix + excerpt(content, 300)
 
 
-def _document(directive: str, outputs: Sequence[Output], path: str) -> str:
+def document(directive: str, outputs: Sequence[Output], path: str) -> str:
     """What a step saves to a file: the material it was given, whole."""
     if outputs and not path.lower().endswith((".md", ".markdown", ".txt")):
         # 'save it to fib.py' wants the code, not the Markdown around it.
@@ -195,39 +195,35 @@ def _document(directive: str, outputs: Sequence[Output], path: str) -> str:
     if len(outputs) == 1:
         return outputs[0].text + "\n"
     if not outputs:
-        return f"# {_topic(directive, outputs)}\n\n{_sentence(directive.split(chr(10))[0])}\n"
+        return f"# {topic_of(directive, outputs)}\n\n{sentence(directive.split(chr(10))[0])}\n"
     sections = "\n\n".join(f"## {o.title}\n\n{o.text}" for o in outputs)
-    return f"# {_topic(directive, outputs)}\n\n{sections}\n"
+    return f"# {topic_of(directive, outputs)}\n\n{sections}\n"
 
 
-def _email_subject(directive: str, outputs: Sequence[Output]) -> str:
+def email_subject(directive: str, outputs: Sequence[Output]) -> str:
     quoted = re.search(r"\bsubject(?:\s+line)?\s*[:\"“']\s*([^\"”'\n]+)", directive, re.I)
     if quoted:
-        return _excerpt(quoted.group(1), 150)
-    topic = _topic(directive, outputs)
-    return _excerpt(topic, 150) if topic != "Results" or outputs else "Update"
+        return excerpt(quoted.group(1), 150)
+    topic = topic_of(directive, outputs)
+    return excerpt(topic, 150) if topic != "Results" or outputs else "Update"
 
 
-def _email_body(directive: str, outputs: Sequence[Output]) -> str:
+def email_body(directive: str, outputs: Sequence[Output]) -> str:
     if outputs:
         material = "\n\n".join(
-            (
-                f"{o.title}\n\n{_digest(o.text, 6000)}"
-                if len(outputs) > 1
-                else _digest(o.text, 12000)
-            )
+            (f"{o.title}\n\n{digest(o.text, 6000)}" if len(outputs) > 1 else digest(o.text, 12000))
             for o in outputs
         )
     else:
         material = _message(directive)
     body = f"Hello,\n\n{material}\n\nBest regards"
-    return body if len(body) <= _MAX_EMAIL_BODY_CHARS else body[:_MAX_EMAIL_BODY_CHARS] + "…"
+    return body if len(body) <= MAX_EMAIL_BODY_CHARS else body[:MAX_EMAIL_BODY_CHARS] + "…"
 
 
 def _message(directive: str) -> str:
     """What an email with no inputs says: 'Email x@y.org that the demo moved' → 'The demo moved.'"""
     line = directive.split("\n", 1)[0]
-    addresses = _emails(line)
+    addresses = emails(line)
     said = line.split(addresses[-1], 1)[1] if addresses else ""
     said = re.sub(
         r"^\W*(?:that|saying|to\s+say(?:\s+that)?|to\s+tell\s+(?:him|her|them)(?:\s+that)?)\s+",
@@ -236,4 +232,4 @@ def _message(directive: str) -> str:
         flags=re.I,
     )
     said = re.sub(r"^(?:about|regarding)\s+", "Regarding ", said.strip(" .,:;"), flags=re.I)
-    return _sentence(_capitalized(said)) if said else _sentence(_topic(directive, []))
+    return sentence(_capitalized(said)) if said else sentence(topic_of(directive, []))

@@ -9,10 +9,8 @@ from .request import TOOL_ORDER
 
 # --- detectors: what a piece of text asks for ----------------------------------------------------
 
-_URL = re.compile(r"https?://[^\s<>\"'`]+", re.I)
-_EMAIL = re.compile(
-    r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
-)
+URL = re.compile(r"https?://[^\s<>\"'`]+", re.I)
+EMAIL = re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _FILENAME = re.compile(
     r"(?<![\w/@.-])((?:[\w-]+/)*[\w-]+\."
     r"(?:md|markdown|txt|csv|tsv|json|html?|xml|ya?ml|log|rst|py|toml|ini|sql))(?![\w-]|\.\w)",
@@ -20,20 +18,20 @@ _FILENAME = re.compile(
 )
 _PERCENT_OF = re.compile(r"(\d+(?:\.\d+)?)\s*%\s+of\s+(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
 _EXPRESSION_SPAN = re.compile(r"(?:\(|\.\d|\d)[\d\s.,+\-*/%^×÷()]*")
-_EMAIL_INTENT = re.compile(
+EMAIL_INTENT = re.compile(
     r"\b(?:e-?mail(?:ed|ing)?|mail|send|sending|notify|forward|reply|write\s+to|cc)\b",
     re.I,
 )
-_SAVE_INTENT = re.compile(
+SAVE_INTENT = re.compile(
     r"\b(?:save|saving|store|export)\b|\b(?:to|into)\s+(?:a|the)\s+(?:new\s+)?file\b",
     re.I,
 )
 # A URL after one of these is somewhere to send to, not a page to read.
-_POST_INTENT = re.compile(r"\b(?:post(?:ed|ing)?|publish|webhook|notify|submit|upload)\b", re.I)
+POST_INTENT = re.compile(r"\b(?:post(?:ed|ing)?|publish|webhook|notify|submit|upload)\b", re.I)
 # `run `make test`` or `execute `ls -la``: a command in backticks after a verb that runs it.
 _SHELL_COMMAND = re.compile(r"\b(?:run|execute)\b[^`\n]{0,40}`([^`\n]{1,500})`", re.I)
 _DELETE_INTENT = re.compile(r"\b(?:delete|remove)\b", re.I)
-_LIST_INTENT = re.compile(
+LIST_INTENT = re.compile(
     r"\blist\s+(?:all\s+|the\s+)?(?:\w+\s+)?files\b|\b(?:what|which)\s+files\b"
     r"|\bfiles\s+(?:in|of)\s+the\s+workspace\b|\b(?:read|open|load)\s+(?:all\s+)?(?:the\s+)?files\b",
     re.I,
@@ -51,14 +49,14 @@ _FILE_PREPOSITION = re.compile(
 )
 
 
-def _mask(text: str, pattern: re.Pattern[str]) -> str:
+def mask(text: str, pattern: re.Pattern[str]) -> str:
     """Blank out matches, keeping positions, so one detector does not see another's data."""
     return pattern.sub(lambda m: " " * len(m.group()), text)
 
 
-def _urls(text: str) -> list[str]:
+def urls(text: str) -> list[str]:
     found: list[str] = []
-    for match in _URL.finditer(text):
+    for match in URL.finditer(text):
         url = match.group()
         # Sentence punctuation and an unbalanced closing bracket belong to the prose.
         while url and (
@@ -70,22 +68,22 @@ def _urls(text: str) -> list[str]:
     return found
 
 
-def _emails(text: str) -> list[str]:
+def emails(text: str) -> list[str]:
     found: list[str] = []
-    for address in _EMAIL.findall(_mask(text, _URL)):
+    for address in EMAIL.findall(mask(text, URL)):
         if address not in found:
             found.append(address)
     return found
 
 
-def _shell_commands(text: str) -> list[str]:
+def shell_commands(text: str) -> list[str]:
     return [m.group(1).strip() for m in _SHELL_COMMAND.finditer(text)]
 
 
-def _deleted_files(text: str) -> list[str]:
+def deleted_files(text: str) -> list[str]:
     """File names after 'delete' or 'remove' in the same clause."""
     found: list[str] = []
-    masked = _mask(_mask(text, _URL), _EMAIL)
+    masked = mask(mask(text, URL), EMAIL)
     for verb in _DELETE_INTENT.finditer(masked):
         clause = re.split(r"[.;!?]\s|\band\s+then\b", masked[verb.end() :])[0]
         for match in _FILENAME.finditer(clause):
@@ -94,9 +92,9 @@ def _deleted_files(text: str) -> list[str]:
     return found
 
 
-def _file_mentions(text: str) -> list[tuple[str, str]]:
+def file_mentions(text: str) -> list[tuple[str, str]]:
     """(path, 'read' or 'write') for each file name, judged by the words just before it."""
-    masked = _mask(_mask(text, _URL), _EMAIL)
+    masked = mask(mask(text, URL), EMAIL)
     found: list[tuple[str, str]] = []
     for match in _FILENAME.finditer(masked):
         before = masked[max(0, match.start() - 80) : match.start()]
@@ -145,15 +143,15 @@ def _clean_expression(candidate: str, allow_bare_minus: bool) -> str | None:
     return text
 
 
-def _expressions(text: str) -> list[str]:
+def expressions_in(text: str) -> list[str]:
     """Arithmetic written in the text, in order, as the calculator accepts it."""
-    masked = _mask(_mask(_mask(text, _URL), _EMAIL), _FILENAME)
+    masked = mask(mask(mask(text, URL), EMAIL), _FILENAME)
     wants_arithmetic = bool(re.search(r"\b(?:calculat|comput|evaluat|minus|subtract)", text, re.I))
     found: list[tuple[int, str]] = []
     for match in _PERCENT_OF.finditer(masked):
         whole = match.group(2).replace(",", "")
         found.append((match.start(), f"{whole} * {match.group(1)} / 100"))
-    masked = _mask(masked, _PERCENT_OF)
+    masked = mask(masked, _PERCENT_OF)
     for span in _EXPRESSION_SPAN.finditer(masked):
         offset = span.start()
         # A comma followed by a space separates expressions; '1,500' is one number.
@@ -169,27 +167,27 @@ def _expressions(text: str) -> list[str]:
     return unique
 
 
-def _needed_tools(text: str) -> list[str]:
+def needed_tools(text: str) -> list[str]:
     """The tools the text's own data and verbs call for, in TOOL_ORDER."""
     needed = set()
-    if _expressions(_mask(text, _SHELL_COMMAND)):
+    if expressions_in(mask(text, _SHELL_COMMAND)):
         needed.add("calculator")
-    if _urls(text):
-        needed.add("http_post" if _POST_INTENT.search(_mask(text, _URL)) else "fetch_url")
-    if _shell_commands(text):
+    if urls(text):
+        needed.add("http_post" if POST_INTENT.search(mask(text, URL)) else "fetch_url")
+    if shell_commands(text):
         needed.add("shell")
-    if _deleted_files(text):
+    if deleted_files(text):
         needed.add("delete_file")
     # Sending mail is irreversible: an address alone ('who owns info@x.org?') is not a request
     # to write to it.
-    if _emails(text) and _EMAIL_INTENT.search(_mask(text, _EMAIL)):
+    if emails(text) and EMAIL_INTENT.search(mask(text, EMAIL)):
         needed.add("send_email")
-    mentions = _file_mentions(text)
+    mentions = file_mentions(text)
     if any(intent == "read" for _, intent in mentions):
         needed.add("read_file")
-    if any(intent == "write" for _, intent in mentions) or _SAVE_INTENT.search(text):
+    if any(intent == "write" for _, intent in mentions) or SAVE_INTENT.search(text):
         needed.add("write_file")
-    if _LIST_INTENT.search(text):
+    if LIST_INTENT.search(text):
         needed.update(
             {"list_files", "read_file"}
             if re.search(r"\b(?:read|open|load)\b", text, re.I)

@@ -14,86 +14,86 @@ from ..base import (
     Message,
 )
 from .compose import (
-    _digest,
-    _document,
-    _email_body,
-    _email_subject,
-    _points,
-    _terms,
-    _top,
-    _topic,
-    _Used,
+    Used,
+    digest,
+    document,
+    email_body,
+    email_subject,
+    points_of,
+    terms_of,
+    top,
+    topic_of,
 )
 from .detect import (
-    _LIST_INTENT,
-    _POST_INTENT,
-    _SAVE_INTENT,
-    _URL,
-    _deleted_files,
-    _emails,
-    _expressions,
-    _file_mentions,
-    _mask,
-    _shell_commands,
-    _urls,
+    LIST_INTENT,
+    POST_INTENT,
+    SAVE_INTENT,
+    URL,
+    deleted_files,
+    emails,
+    expressions_in,
+    file_mentions,
+    mask,
+    shell_commands,
+    urls,
 )
-from .request import _field
-from .words import _collapse, _excerpt, _joined, _sentence, _slug
+from .request import field
+from .words import collapse, excerpt, joined, sentence, slug_of
 
 
 def _file_path(directive: str) -> str:
-    written = [path for path, intent in _file_mentions(directive) if intent == "write"]
-    return written[0] if written else _slug(directive, 3) + ".md"
+    written = [path for path, intent in file_mentions(directive) if intent == "write"]
+    return written[0] if written else slug_of(directive, 3) + ".md"
 
 
-def _planned_calls(
+def planned_calls(
     directive: str, outputs: Sequence[Output], granted: set[str]
 ) -> list[tuple[str, dict[str, Any]]]:
     """The calls an executor's first turn makes, using only granted tools."""
     calls: list[tuple[str, dict[str, Any]]] = []
     if "calculator" in granted:
-        calls += [("calculator", {"expression": e}) for e in _expressions(directive)]
-    if "fetch_url" in granted and not ("http_post" in granted and _POST_INTENT.search(directive)):
-        calls += [("fetch_url", {"url": url}) for url in _urls(directive)]
+        calls += [("calculator", {"expression": e}) for e in expressions_in(directive)]
+    if "fetch_url" in granted and not ("http_post" in granted and POST_INTENT.search(directive)):
+        calls += [("fetch_url", {"url": url}) for url in urls(directive)]
     if "shell" in granted:
-        calls += [("shell", {"command": command}) for command in _shell_commands(directive)]
+        calls += [("shell", {"command": command}) for command in shell_commands(directive)]
     if "delete_file" in granted:
-        calls += [("delete_file", {"path": path}) for path in _deleted_files(directive)]
-    if "list_files" in granted and _LIST_INTENT.search(directive):
+        calls += [("delete_file", {"path": path}) for path in deleted_files(directive)]
+    if "list_files" in granted and LIST_INTENT.search(directive):
         calls.append(("list_files", {}))
-    mentions = _file_mentions(directive)
+    mentions = file_mentions(directive)
     if "read_file" in granted:
         calls += [("read_file", {"path": path}) for path, intent in mentions if intent == "read"]
     if "write_file" in granted and (
-        any(i == "write" for _, i in mentions) or _SAVE_INTENT.search(directive)
+        any(i == "write" for _, i in mentions) or SAVE_INTENT.search(directive)
     ):
         path = _file_path(directive)
-        calls.append(("write_file", {"path": path, "content": _document(directive, outputs, path)}))
-    if "http_post" in granted and _POST_INTENT.search(_mask(directive, _URL)):
+        calls.append(("write_file", {"path": path, "content": document(directive, outputs, path)}))
+    if "http_post" in granted and POST_INTENT.search(mask(directive, URL)):
         body = {
-            "task": _collapse(directive.split("\n", 1)[0])[:200],
-            "summary": _email_body(directive, outputs)[:2000],
+            "task": collapse(directive.split("\n", 1)[0])[:200],
+            "summary": email_body(directive, outputs)[:2000],
         }
         calls += [
             ("http_post", {"url": url, "body": json.dumps(body, ensure_ascii=False)})
-            for url in _urls(directive)
+            for url in urls(directive)
         ]
     if "send_email" in granted:
-        for address in _emails(directive):
+        for address in emails(directive):
             calls.append(
                 (
                     "send_email",
                     {
                         "to": address,
-                        "subject": _email_subject(directive, outputs),
-                        "body": _email_body(directive, outputs),
+                        "subject": email_subject(directive, outputs),
+                        "body": email_body(directive, outputs),
                     },
                 )
             )
     return calls
 
 
-def _describe_call(name: str, arguments: dict[str, Any]) -> str:
+def describe_call(name: str, arguments: dict[str, Any]) -> str:
     shown = (
         arguments.get("expression")
         or arguments.get("url")
@@ -104,11 +104,11 @@ def _describe_call(name: str, arguments: dict[str, Any]) -> str:
 
 
 def _material_section(outputs: Sequence[Output], limit: int) -> list[str]:
-    return [f"- From “{o.title}”: {_excerpt(_digest(o.text, limit), limit)}" for o in outputs]
+    return [f"- From “{o.title}”: {excerpt(digest(o.text, limit), limit)}" for o in outputs]
 
 
-def _researcher_answer(directive: str, outputs: Sequence[Output], used: Sequence[_Used]) -> str:
-    subject = _topic(directive, outputs)
+def researcher_answer(directive: str, outputs: Sequence[Output], used: Sequence[Used]) -> str:
+    subject = topic_of(directive, outputs)
     lines = [f"## Findings: {subject}", ""]
     lines += [f"- {u.line()}" for u in used]
     lines += _material_section(outputs, 600)
@@ -129,7 +129,7 @@ def _researcher_answer(directive: str, outputs: Sequence[Output], used: Sequence
     return "\n".join(lines)
 
 
-def _coder_answer(directive: str, outputs: Sequence[Output], used: Sequence[_Used]) -> str:
+def _coder_answer(directive: str, outputs: Sequence[Output], used: Sequence[Used]) -> str:
     lines = ["## Result", ""]
     lines += [f"- {u.line()}" for u in used]
     values = [
@@ -137,7 +137,7 @@ def _coder_answer(directive: str, outputs: Sequence[Output], used: Sequence[_Use
     ]
     if len(values) == 1:
         lines += ["", f"**Answer: {values[0]}**"]
-    expressions = _expressions(directive)
+    expressions = expressions_in(directive)
     if not used and expressions:
         lines += [
             f"- {e}: not computed, because no calculator was granted to this step"
@@ -146,29 +146,29 @@ def _coder_answer(directive: str, outputs: Sequence[Output], used: Sequence[_Use
     if outputs:
         lines += ["", "Inputs used:"] + _material_section(outputs, 400)
     if not used and not outputs and not expressions:
-        lines += [f"Nothing to compute was given for: {_sentence(directive.split(chr(10))[0])}"]
+        lines += [f"Nothing to compute was given for: {sentence(directive.split(chr(10))[0])}"]
     return "\n".join(lines)
 
 
-def _critic_answer(directive: str, outputs: Sequence[Output], used: Sequence[_Used]) -> str:
-    lines = [f"## Assessment: {_topic(directive, outputs)}", ""]
+def _critic_answer(directive: str, outputs: Sequence[Output], used: Sequence[Used]) -> str:
+    lines = [f"## Assessment: {topic_of(directive, outputs)}", ""]
     lines += [f"- {u.line()}" for u in used]
     if len(outputs) >= 2:
-        counts = [_terms(o.text) for o in outputs]
+        counts = [terms_of(o.text) for o in outputs]
         shared = set.intersection(*(set(c) for c in counts))
         total = sum(counts, Counter())
         for output in outputs:
-            points = _points(output.text)
+            points = points_of(output.text)
             lines += [f"### {output.title}", ""] + [f"- {p}" for p in points] + [""]
         lines += ["### Where they differ", ""]
         for output, terms in zip(outputs, counts, strict=True):
-            own = _top(set(terms) - shared, terms)
+            own = top(set(terms) - shared, terms)
             lines.append(
                 f"- Only in “{output.title}”: {', '.join(own) if own else 'nothing distinctive'}"
             )
-        common = _top(shared, total)
+        common = top(shared, total)
         lines.append(f"- Common ground: {', '.join(common) if common else 'none'}")
-        sizes = [len(_points(o.text, 50)) for o in outputs]
+        sizes = [len(points_of(o.text, 50)) for o in outputs]
         richest = max(range(len(outputs)), key=lambda i: (sizes[i], -i))
         if len(set(sizes)) == 1:
             verdict = f"The inputs are covered evenly ({sizes[0]} points each)"
@@ -186,11 +186,11 @@ def _critic_answer(directive: str, outputs: Sequence[Output], used: Sequence[_Us
         ]
     elif outputs:
         text = outputs[0].text
-        points = _points(text, 50)
+        points = points_of(text, 50)
         gaps = []
         if not re.search(r"\d", text):
             gaps.append("it gives no figures")
-        if not _URL.search(text) and not re.search(r"\bsource", text, re.I):
+        if not URL.search(text) and not re.search(r"\bsource", text, re.I):
             gaps.append("it cites no sources")
         if len(points) < 3:
             gaps.append("it makes fewer than three points")
@@ -211,23 +211,23 @@ def _critic_answer(directive: str, outputs: Sequence[Output], used: Sequence[_Us
     return "\n".join(lines)
 
 
-def _writer_answer(directive: str, outputs: Sequence[Output], used: Sequence[_Used]) -> str:
-    lines = [f"## {_topic(directive, outputs)}", ""]
+def _writer_answer(directive: str, outputs: Sequence[Output], used: Sequence[Used]) -> str:
+    lines = [f"## {topic_of(directive, outputs)}", ""]
     if len(outputs) == 1:
-        lines.append(_digest(outputs[0].text, 3000))
+        lines.append(digest(outputs[0].text, 3000))
     elif outputs:
         lines += [
-            f"This brings together {len(outputs)} inputs: {_joined([o.title for o in outputs])}.",
+            f"This brings together {len(outputs)} inputs: {joined([o.title for o in outputs])}.",
             "",
         ]
         for output in outputs:
-            lines += [f"### {output.title}", "", _digest(output.text, 1500), ""]
-        firsts = [p[0] for p in (_points(o.text, 1) for o in outputs) if p]
+            lines += [f"### {output.title}", "", digest(output.text, 1500), ""]
+        firsts = [p[0] for p in (points_of(o.text, 1) for o in outputs) if p]
         if firsts:
-            lines += ["In short: " + " ".join(_sentence(f) for f in firsts)]
+            lines += ["In short: " + " ".join(sentence(f) for f in firsts)]
     else:
         lines.append(
-            f"{_sentence(directive.split(chr(10))[0])} No material was given to this step, and "
+            f"{sentence(directive.split(chr(10))[0])} No material was given to this step, and "
             "working offline I add no facts of my own."
         )
     effects = [u.line() for u in used]
@@ -236,29 +236,29 @@ def _writer_answer(directive: str, outputs: Sequence[Output], used: Sequence[_Us
     return "\n".join(lines).strip()
 
 
-_ANSWERS = {
-    "researcher": _researcher_answer,
+ANSWERS = {
+    "researcher": researcher_answer,
     "coder": _coder_answer,
     "critic": _critic_answer,
     "writer": _writer_answer,
 }
 
 
-def _tool_rounds(messages: Sequence[Message]) -> list[_Used]:
+def tool_rounds(messages: Sequence[Message]) -> list[Used]:
     """Every tool result in the conversation, paired with the call that asked for it."""
     calls: dict[str, Any] = {}
-    used: list[_Used] = []
+    used: list[Used] = []
     for message in messages:
         for call in message.get("tool_calls") or []:
-            calls[_field(call, "id", "")] = call
+            calls[field(call, "id", "")] = call
         for result in message.get("results") or []:
-            call = calls.get(_field(result, "tool_call_id", ""))
+            call = calls.get(field(result, "tool_call_id", ""))
             used.append(
-                _Used(
-                    name=_field(call, "name", "tool") if call is not None else "tool",
-                    arguments=dict(_field(call, "arguments", {}) or {}) if call is not None else {},
-                    content=str(_field(result, "content", "")),
-                    is_error=bool(_field(result, "is_error", False)),
+                Used(
+                    name=field(call, "name", "tool") if call is not None else "tool",
+                    arguments=dict(field(call, "arguments", {}) or {}) if call is not None else {},
+                    content=str(field(result, "content", "")),
+                    is_error=bool(field(result, "is_error", False)),
                 )
             )
     return used

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from planner_ui.core.plan import MAX_STEPS
 
-from .reading import _LIST_SEPARATOR, _is_action, _split_top_level
-from .words import _collapse
+from .reading import LIST_SEPARATOR, is_action, split_top_level
+from .words import collapse
 
 NUMBER_WORDS = {
     "two": 2,
@@ -51,7 +51,7 @@ class Parallel:
 
 
 def parallel_parts(task: str) -> Parallel | None:
-    text = _collapse(task).strip()
+    text = collapse(task).strip()
     for reading in (_for_each, _one_each, _numbered, _separately, _counted):
         found = reading(text)
         if found is not None and 2 <= len(found.parts) <= MAX_PARTS:
@@ -60,7 +60,7 @@ def parallel_parts(task: str) -> Parallel | None:
 
 
 def _items(text: str) -> list[str]:
-    return [item for item in _split_top_level(text, _LIST_SEPARATOR) if item]
+    return [item for item in split_top_level(text, LIST_SEPARATOR) if item]
 
 
 def _sentence(text: str) -> str:
@@ -80,14 +80,14 @@ def _for_each(text: str) -> Parallel | None:
     if match is None:
         return None
     head, rest = text[: match.start()].strip(" ,"), text[match.end() :]
-    if head and _is_action(head):
+    if head and is_action(head):
         # 'Find the population for each of Paris, Berlin and Rome.'
         action, listed = head, rest
     else:
         # 'For each of Paris, Berlin and Rome, find the population.': the action is the first
         # comma-separated piece after the list that starts with a verb.
         pieces = re.split(r",\s*", rest)
-        start = next((i for i, piece in enumerate(pieces) if i > 0 and _is_action(piece)), None)
+        start = next((i for i, piece in enumerate(pieces) if i > 0 and is_action(piece)), None)
         if start is None:
             return None
         listed, action = ", ".join(pieces[:start]), ", ".join(pieces[start:])
@@ -123,7 +123,7 @@ def _singular(noun: str) -> str:
 
 def _one_each(text: str) -> Parallel | None:
     match = _ONE_EACH.match(text)
-    if match is None or not _is_action(match["verb"]):
+    if match is None or not is_action(match["verb"]):
         return None
     noun = match["noun"] or _singular(match["plural"])
     items = _items(match["items"])
@@ -174,7 +174,7 @@ def _separately(text: str) -> Parallel | None:
     pieces = [piece.strip(" .;,") for piece in _SEPARATELY.split(text)]
     if len(pieces) < 2 or not all(pieces):
         return None
-    if not all(_is_action(piece) for piece in pieces):
+    if not all(is_action(piece) for piece in pieces):
         return None
     parts = [Part(_sentence(piece), _sentence(piece)) for piece in pieces]
     return Parallel(parts, "Report each result in turn")

@@ -10,34 +10,34 @@ from typing import Any
 
 from planner_ui.core.plan import MAX_INSTRUCTION_CHARS, MAX_STEPS
 
-from .detect import _EMAIL_INTENT, _emails, _expressions, _file_mentions, _needed_tools
+from .detect import EMAIL_INTENT, emails, expressions_in, file_mentions, needed_tools
 from .parallel import Parallel, parallel_parts
 from .reading import (
-    _clauses,
-    _comparison,
-    _enumeration,
-    _is_action,
-    _Reading,
-    _strip_markers,
-    _verb_list,
+    Reading,
+    clauses_of,
+    comparison_of,
+    enumeration_of,
+    is_action,
+    strip_markers,
+    verb_list,
 )
 from .request import (
-    _MAX_BACKGROUND_CHARS,
-    _MAX_CONTEXT_CHARS,
-    _MAX_DIRECTIVE_CHARS,
-    _MAX_INPUTS_CHARS,
     EFFECT_TOOLS,
+    MAX_BACKGROUND_CHARS,
+    MAX_CONTEXT_CHARS,
+    MAX_DIRECTIVE_CHARS,
+    MAX_INPUTS_CHARS,
 )
 from .words import (
-    _REFERS_BACK,
-    _collapse,
-    _excerpt,
-    _joined,
-    _role,
-    _sentence,
-    _slug,
-    _title,
-    _unique_id,
+    REFERS_BACK,
+    collapse,
+    excerpt,
+    joined,
+    role_for,
+    sentence,
+    slug_of,
+    title_of,
+    unique_id,
 )
 
 # --- building a plan ------------------------------------------------------------------------------
@@ -53,7 +53,7 @@ class _Draft:
     slug: str = ""
 
 
-class _PlanBuilder:
+class PlanBuilder:
     """Turns a task into drafts (dependencies by index), then into a plan dict."""
 
     def __init__(self, task: str, available: Sequence[str]) -> None:
@@ -66,19 +66,19 @@ class _PlanBuilder:
 
     def grant(self, text: str, only: Iterable[str] | None = None) -> list[str]:
         allowed = set(self.available if only is None else only) & set(self.available)
-        return [name for name in _needed_tools(text) if name in allowed]
+        return [name for name in needed_tools(text) if name in allowed]
 
     def complete_data(self, directive: str) -> str:
         """Give a step the concrete data its effect needs when the task gave it elsewhere."""
-        needed = _needed_tools(directive)
-        if _EMAIL_INTENT.search(directive) and not _emails(directive):
-            addresses = _emails(self.task)
+        needed = needed_tools(directive)
+        if EMAIL_INTENT.search(directive) and not emails(directive):
+            addresses = emails(self.task)
             if addresses and re.search(r"\b(?:e-?mail|mail|send)\b", directive, re.I):
-                directive = _sentence(directive) + f" Send it to {addresses[0]}."
-        if "write_file" in needed and not any(i == "write" for _, i in _file_mentions(directive)):
-            written = [path for path, intent in _file_mentions(self.task) if intent == "write"]
-            name = written[0] if written else _slug(self.task, 3) + ".md"
-            directive = _sentence(directive) + f" Save it to {name}."
+                directive = sentence(directive) + f" Send it to {addresses[0]}."
+        if "write_file" in needed and not any(i == "write" for _, i in file_mentions(directive)):
+            written = [path for path, intent in file_mentions(self.task) if intent == "write"]
+            name = written[0] if written else slug_of(self.task, 3) + ".md"
+            directive = sentence(directive) + f" Save it to {name}."
         return directive
 
     # Steps -----------------------------------------------------------------------------------
@@ -93,23 +93,23 @@ class _PlanBuilder:
         slug: str = "",
     ) -> int:
         self.drafts.append(
-            _Draft(_title(title), _sentence(directive), role, tools, list(depends_on), slug)
+            _Draft(title_of(title), sentence(directive), role, tools, list(depends_on), slug)
         )
         return len(self.drafts) - 1
 
     def add_clause(self, clause: str, depends_on: Iterable[int] = ()) -> int:
         directive = self.complete_data(clause)
-        return self.add(clause, directive, _role(clause), self.grant(directive), depends_on)
+        return self.add(clause, directive, role_for(clause), self.grant(directive), depends_on)
 
     def add_join(self, depends_on: list[int], goal: str = "", extra: str = "") -> int:
         titles = [self.drafts[i].title for i in depends_on]
         directive = (
-            f"Combine the results of {_joined([f'“{t}”' for t in titles])} into one clear, "
+            f"Combine the results of {joined([f'“{t}”' for t in titles])} into one clear, "
             "well-structured answer"
         )
         directive += f" to: {goal.rstrip('.:')}." if goal else "."
         if extra:
-            directive += " " + _sentence(self.complete_data(extra))
+            directive += " " + sentence(self.complete_data(extra))
         tools = self.grant(extra, only=EFFECT_TOOLS) if extra else []
         return self.add(
             "Write the combined report", directive, "writer", tools, depends_on, "write-report"
@@ -117,7 +117,7 @@ class _PlanBuilder:
 
     def expand_clause(self, clause: str, depends_on: list[int]) -> list[int]:
         """Add a clause's steps: a comparison or a list fans out; returns the new frontier."""
-        if comparison := _comparison(clause):
+        if comparison := comparison_of(clause):
             sides, qualifier, label = comparison
             research = [
                 self.add(
@@ -127,7 +127,7 @@ class _PlanBuilder:
                     "researcher",
                     self.grant(side),
                     depends_on,
-                    "research-" + _slug(side, 3),
+                    "research-" + slug_of(side, 3),
                 )
                 for side in sides
             ]
@@ -135,24 +135,24 @@ class _PlanBuilder:
                 f"Compare {label}",
                 f"Compare {label}{qualifier} point by point, using the research on "
                 f"each: where each is stronger, where they differ, and which fits better. "
-                f"The request was: “{_excerpt(clause, 300)}”",
+                f"The request was: “{excerpt(clause, 300)}”",
                 "critic",
                 [],
                 research,
                 "compare",
             )
             return [compare]
-        if listed := _verb_list(clause):
+        if listed := verb_list(clause):
             verb, items = listed
             verb = verb[:1].upper() + verb[1:].lower()
             return [
                 self.add(
                     f"{verb} {item}",
                     self.complete_data(f"{verb} {item}"),
-                    _role(f"{verb} {item}"),
+                    role_for(f"{verb} {item}"),
                     self.grant(f"{verb} {item}"),
                     depends_on,
-                    _slug(f"{verb} {item}", 4),
+                    slug_of(f"{verb} {item}", 4),
                 )
                 for item in items
             ]
@@ -162,9 +162,9 @@ class _PlanBuilder:
 
     def single(self, clause: str) -> None:
         """One action: fan out if it is a comparison or a list, and end with a writer."""
-        if _comparison(clause):
+        if comparison_of(clause):
             frontier = self.expand_clause(clause, [])
-            _, qualifier, label = _comparison(clause) or ([], "", "")
+            _, qualifier, label = comparison_of(clause) or ([], "", "")
             self.add(
                 "Write the comparison",
                 self.complete_data(
@@ -178,11 +178,11 @@ class _PlanBuilder:
                 "write-comparison",
             )
             return
-        if _verb_list(clause):
+        if verb_list(clause):
             frontier = self.expand_clause(clause, [])
             self.add_join(frontier, clause)
             return
-        role, tools = _role(clause), self.grant(self.complete_data(clause))
+        role, tools = role_for(clause), self.grant(self.complete_data(clause))
         gather = [t for t in tools if t not in EFFECT_TOOLS]
         effects = [t for t in tools if t in EFFECT_TOOLS]
         if role == "writer":
@@ -191,7 +191,7 @@ class _PlanBuilder:
                 "Gather the material",
                 f"Gather the facts, figures and results needed for this task, and report them "
                 f"plainly without writing the final piece: {clause}",
-                "coder" if _expressions(clause) else "researcher",
+                "coder" if expressions_in(clause) else "researcher",
                 gather,
                 slug="gather-material",
             )
@@ -210,7 +210,7 @@ class _PlanBuilder:
             "write-answer",
         )
 
-    def chain(self, reading: _Reading) -> None:
+    def chain(self, reading: Reading) -> None:
         """Actions in stages: side-by-side actions share a stage, and each stage waits for all
         the steps of the stage before it."""
         waits_for: list[int] = []
@@ -223,10 +223,10 @@ class _PlanBuilder:
             self.add_join(stage, self.task_sentence())
 
     def enumeration(self, items: list[str], before: str, after: str) -> None:
-        intro = _clauses(before).actions if before else []
-        effects = [c for c in intro if set(_needed_tools(c)) & EFFECT_TOOLS]
+        intro = clauses_of(before).actions if before else []
+        effects = [c for c in intro if set(needed_tools(c)) & EFFECT_TOOLS]
         gathering = [c for c in intro if c not in effects]
-        roles = [_role(_strip_markers(item)) for item in items]
+        roles = [role_for(strip_markers(item)) for item in items]
         tails: list[int] = []
         frontier: list[int] = []
         for number, item in enumerate(items):
@@ -237,13 +237,13 @@ class _PlanBuilder:
                 and roles[number] == "writer"
                 and any(role != "writer" for role in roles[:-1])
             )
-            refers_back = number > 0 and (closes or bool(_REFERS_BACK.search(item)))
+            refers_back = number > 0 and (closes or bool(REFERS_BACK.search(item)))
             depends_on = list(frontier) if refers_back else []
-            clauses = _clauses(item).actions
-            if gathering and not _is_action(_strip_markers(item)):
+            clauses = clauses_of(item).actions
+            if gathering and not is_action(strip_markers(item)):
                 # A bare item ('- Paris') takes its verb from the text before the list.
                 action = re.sub(r"^(?:for\s+(?:each|every|all)\b[^,]*,\s*)", "", gathering[-1])
-                clauses = [f"{action.rstrip(':')}: {_strip_markers(item)}"]
+                clauses = [f"{action.rstrip(':')}: {strip_markers(item)}"]
             for clause in clauses or [item]:
                 depends_on = [self.add_clause(clause, depends_on)]
             tails.append(depends_on[0])
@@ -258,7 +258,7 @@ class _PlanBuilder:
         tails: list[int] = []
         for start in range(0, len(items), size):
             batch = items[start : start + size]
-            refers_back = bool(tails) and any(_REFERS_BACK.search(item) for item in batch)
+            refers_back = bool(tails) and any(REFERS_BACK.search(item) for item in batch)
             directive = "Do each of these: " + " ".join(
                 f"({start + n + 1}) {item.rstrip('.')}." for n, item in enumerate(batch)
             )
@@ -266,7 +266,7 @@ class _PlanBuilder:
                 self.add(
                     f"Items {start + 1}–{start + len(batch)}",
                     directive,
-                    _role(" ".join(batch)),
+                    role_for(" ".join(batch)),
                     self.grant(" ".join(batch)),
                     tails[-1:] if refers_back else [],
                     f"items-{start + 1}-{start + len(batch)}",
@@ -275,7 +275,7 @@ class _PlanBuilder:
         self.add_join(tails, self.task_sentence())
 
     def task_sentence(self) -> str:
-        return _excerpt(_strip_markers(self.task), 300)
+        return excerpt(strip_markers(self.task), 300)
 
     # Output ----------------------------------------------------------------------------------
 
@@ -284,7 +284,7 @@ class _PlanBuilder:
         tails = []
         for part in found.parts:
             directive = self.complete_data(part.directive)
-            role, tools = _role(part.directive), self.grant(directive)
+            role, tools = role_for(part.directive), self.grant(directive)
             tails.append(self.add(part.title, directive, role, tools))
         self.add_join(tails, found.join_goal)
 
@@ -292,16 +292,16 @@ class _PlanBuilder:
         if (found := parallel_parts(self.task)) is not None:
             self.parallel(found)
             return self.render()
-        items, before, after = _enumeration(self.task)
+        items, before, after = enumeration_of(self.task)
         if len(items) >= 2:
             self.enumeration(items, before, after)
             if len(self.drafts) > MAX_STEPS:
                 self.drafts = []
                 self.batched_enumeration(items)
         else:
-            reading = _clauses(self.task)
+            reading = clauses_of(self.task)
             clauses = reading.actions
-            self.background = _excerpt(" ".join(reading.background), _MAX_BACKGROUND_CHARS)
+            self.background = excerpt(" ".join(reading.background), MAX_BACKGROUND_CHARS)
             if len(clauses) == 1:
                 self.single(clauses[0])
             else:
@@ -319,18 +319,18 @@ class _PlanBuilder:
 
     def render(self) -> dict[str, Any]:
         used: set[str] = set()
-        ids = [_unique_id(d.slug or _slug(d.title), used) for d in self.drafts]
-        task = _excerpt(self.task, _MAX_CONTEXT_CHARS)
+        ids = [unique_id(d.slug or slug_of(d.title), used) for d in self.drafts]
+        task = excerpt(self.task, MAX_CONTEXT_CHARS)
         steps = []
         for draft, step_id in zip(self.drafts, ids, strict=True):
-            instruction = _excerpt_keep_lines(draft.directive, _MAX_DIRECTIVE_CHARS)
+            instruction = excerpt_keep_lines(draft.directive, MAX_DIRECTIVE_CHARS)
             if draft.depends_on:
                 # 'Summarize it' is only self-contained once it says what 'it' is.
-                sources = _joined([f"“{self.drafts[i].title}”" for i in draft.depends_on])
-                instruction += "\n\n" + _excerpt(
-                    f"Inputs: work from the output of {sources}.", _MAX_INPUTS_CHARS
+                sources = joined([f"“{self.drafts[i].title}”" for i in draft.depends_on])
+                instruction += "\n\n" + excerpt(
+                    f"Inputs: work from the output of {sources}.", MAX_INPUTS_CHARS
                 )
-            if self.background and task != _collapse(self.task):
+            if self.background and task != collapse(self.task):
                 # Only when the quoted task below is cut short and might lose it.
                 instruction += f"\n\nBackground: {self.background}"
             instruction += f"\n\nContext: this step is one part of the task “{task}”."
@@ -346,8 +346,8 @@ class _PlanBuilder:
                     "depends_on": [ids[i] for i in draft.depends_on],
                 }
             )
-        return {"goal": _excerpt(self.task, 200), "steps": steps}
+        return {"goal": excerpt(self.task, 200), "steps": steps}
 
 
-def _excerpt_keep_lines(text: str, limit: int) -> str:
+def excerpt_keep_lines(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"

@@ -27,18 +27,18 @@ from ..base import (
     ToolCall,
     Usage,
 )
-from .executing import _ANSWERS, _describe_call, _planned_calls, _researcher_answer, _tool_rounds
+from .executing import ANSWERS, describe_call, planned_calls, researcher_answer, tool_rounds
 from .judging import judge_answer
-from .planning import _PlanBuilder
+from .planning import PlanBuilder
 from .request import (
-    _SECTION_BREAK,
     DEFAULT_MODEL,
-    _field,
-    _first_user_text,
-    _tool_names,
+    SECTION_BREAK,
+    field,
+    first_user_text,
+    tool_names,
 )
 from .revising import revised_plan
-from .synthesizing import _deliverable
+from .synthesizing import deliverable
 
 # --- the provider ---------------------------------------------------------------------------------
 
@@ -46,9 +46,9 @@ from .synthesizing import _deliverable
 def _message_chars(message: Message) -> int:
     chars = len(message["content"]) if isinstance(message.get("content"), str) else 0
     for call in message.get("tool_calls") or []:
-        chars += len(json.dumps(_field(call, "arguments", {}), ensure_ascii=False))
+        chars += len(json.dumps(field(call, "arguments", {}), ensure_ascii=False))
     for result in message.get("results") or []:
-        chars += len(str(_field(result, "content", "")))
+        chars += len(str(field(result, "content", "")))
     return chars
 
 
@@ -95,7 +95,7 @@ class OfflineProvider(Provider):
         if purpose == "executor" or purpose.startswith("executor:"):
             return self._execute(request, purpose.partition(":")[2] or "researcher")
         if purpose == "judge":
-            return self._reply(request, judge_answer(_first_user_text(request, "judge")))
+            return self._reply(request, judge_answer(first_user_text(request, "judge")))
         raise ProviderError(
             f"offline provider: unknown purpose {purpose!r}; expected 'planner', "
             "'executor:<role>', 'synthesizer' or 'judge'"
@@ -103,13 +103,13 @@ class OfflineProvider(Provider):
 
     def _plan(self, request: ModelRequest) -> str:
         # A repair request repeats the task in its first message; a fresh plan answers it.
-        content = _first_user_text(request, "planner")
+        content = first_user_text(request, "planner")
         task = read_block(content, Block.TASK)
         if task is None:
             raise ProviderError("offline planner: the first message has no <task>…</task> block")
         if not task.strip():
             raise ProviderError("offline planner: the <task> block is empty")
-        tools = _tool_names(read_block(content, Block.TOOLS) or "")
+        tools = tool_names(read_block(content, Block.TOOLS) or "")
         revision = (read_block(content, Block.REVISION_REQUEST) or "").strip()
         current = read_block(content, Block.CURRENT_PLAN)
         if revision and current is not None:
@@ -121,7 +121,7 @@ class OfflineProvider(Provider):
         if revision:
             joiner = " " if revision[:1].islower() or revision.lower().startswith("and ") else ". "
             task = task.strip().rstrip(".") + joiner + revision
-        plan = _PlanBuilder(task.strip(), tools).build()
+        plan = PlanBuilder(task.strip(), tools).build()
         # Asked to re-plan after failures, it routes around them: the failed steps go, and
         # what depended on them does without their output.
         failed = set(re.findall(r'<failure step="([^"]+)"', content))
@@ -134,28 +134,26 @@ class OfflineProvider(Provider):
         return json.dumps(plan, ensure_ascii=False, indent=2)
 
     def _execute(self, request: ModelRequest, role: str) -> ModelReply:
-        content = _first_user_text(request, "executor")
+        content = first_user_text(request, "executor")
         instruction = read_block(content, Block.INSTRUCTION)
         if instruction is None:
             raise ProviderError("offline executor: the first message has no <instruction> block")
-        directive = _SECTION_BREAK.split(instruction, maxsplit=1)[0].strip()
+        directive = SECTION_BREAK.split(instruction, maxsplit=1)[0].strip()
         # Parsed before unescaping, so an output quoting '</output>' cannot end its own block.
         outputs = read_outputs(raw_block(content, Block.CONTEXT) or "")
-        answer = _ANSWERS.get(role, _researcher_answer)
+        answer = ANSWERS.get(role, researcher_answer)
         if len(request.messages) == 1 and request.tool_choice != "none":
             granted = {spec.name for spec in request.tools}
-            planned = _planned_calls(directive, outputs, granted)
+            planned = planned_calls(directive, outputs, granted)
             if planned:
                 calls = [
                     ToolCall(f"call_{n}", name, arguments)
                     for n, (name, arguments) in enumerate(planned, start=1)
                 ]
-                text = (
-                    "Using " + ", ".join(_describe_call(c.name, c.arguments) for c in calls) + "."
-                )
+                text = "Using " + ", ".join(describe_call(c.name, c.arguments) for c in calls) + "."
                 return self._reply(request, text, calls, "tool_use")
         # After one round of tool results (or none needed) the step finishes: never loop.
-        used = _tool_rounds(request.messages)
+        used = tool_rounds(request.messages)
         if used and all(u.is_error for u in used):
             # Every tool it needed failed: nothing to build on, so it says it cannot proceed.
             reasons = "; ".join(u.line() for u in used)
@@ -166,13 +164,13 @@ class OfflineProvider(Provider):
         return self._reply(request, answer(directive, outputs, used))
 
     def _synthesize(self, request: ModelRequest) -> str:
-        content = _first_user_text(request, "synthesizer")
+        content = first_user_text(request, "synthesizer")
         task = read_block(content, Block.TASK)
         if task is None:
             raise ProviderError(
                 "offline synthesizer: the first message has no <task>…</task> block"
             )
-        return _deliverable(task, read_outputs(content))
+        return deliverable(task, read_outputs(content))
 
     def _reply(
         self,

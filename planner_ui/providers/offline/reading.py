@@ -5,33 +5,33 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .detect import _urls
+from .detect import urls
 from .words import (
-    _ABBREVIATIONS,
-    _ACTION_VERBS,
-    _AND_VERB,
-    _COMMA_VERB,
-    _LEADING_MARKERS,
-    _POLITE_PREFIX,
-    _PRONOUN,
-    _QUESTION_WORDS,
-    _REFERS_BACK,
-    _SEQUENCE_BREAK,
-    _collapse,
-    _joined,
+    ABBREVIATIONS,
+    ACTION_VERBS,
+    AND_VERB,
+    COMMA_VERB,
+    LEADING_MARKERS,
+    POLITE_PREFIX,
+    PRONOUN,
+    QUESTION_WORDS,
+    REFERS_BACK,
+    SEQUENCE_BREAK,
+    collapse,
+    joined,
 )
 
 # --- reading a task: sentences, clauses, enumerations --------------------------------------------
 
 
-def _sentences(text: str) -> list[str]:
+def sentences_of(text: str) -> list[str]:
     sentences: list[str] = []
     for line in text.splitlines():
         start = 0
         for match in re.finditer(r"[.!?]+(?=\s|$)", line):
             before = re.search(r"([\w.]+)$", line[start : match.start()])
             if match.group().startswith(".") and before:
-                if before.group(1).lower().rstrip(".") in _ABBREVIATIONS:
+                if before.group(1).lower().rstrip(".") in ABBREVIATIONS:
                     continue
             sentences.append(line[start : match.end()].strip())
             start = match.end()
@@ -39,20 +39,20 @@ def _sentences(text: str) -> list[str]:
     return [s for s in sentences if s and not re.fullmatch(r"[\W_]+", s)]
 
 
-def _strip_markers(clause: str) -> str:
+def strip_markers(clause: str) -> str:
     stripped = re.sub(r"^(?:[-*•+]|\(?\d{1,3}[.)])\s+", "", clause.strip())  # a lone list item
-    stripped = _LEADING_MARKERS.sub("", stripped)
-    stripped = _POLITE_PREFIX.sub("", stripped)
-    return _LEADING_MARKERS.sub("", stripped).strip(" ,")
+    stripped = LEADING_MARKERS.sub("", stripped)
+    stripped = POLITE_PREFIX.sub("", stripped)
+    return LEADING_MARKERS.sub("", stripped).strip(" ,")
 
 
-def _is_action(clause: str) -> bool:
+def is_action(clause: str) -> bool:
     if clause.rstrip().endswith("?"):
         return True
     # 'For each of these cities, find the population' acts after its leading phrase.
     for segment in re.split(r",\s*", clause):
         words = re.findall(r"[\w'-]+", segment.lower())
-        if words and (words[0] in _ACTION_VERBS or words[0] in _QUESTION_WORDS):
+        if words and (words[0] in ACTION_VERBS or words[0] in QUESTION_WORDS):
             return True
     return False
 
@@ -61,7 +61,7 @@ def _split_on_and_verb(clause: str) -> list[str]:
     """'Draft an update and email it to x' is two actions; 'summarize A and B' is one."""
     parts: list[str] = []
     start = 0
-    for match in _AND_VERB.finditer(clause):
+    for match in AND_VERB.finditer(clause):
         left, right = clause[start : match.start()], clause[match.end() :]
         if len(left.split()) >= 2 and len(right.split()) >= 2:
             parts.append(left)
@@ -77,20 +77,20 @@ def _split_on_comma_verb(piece: str) -> list[tuple[str, bool]]:
     """
     parts: list[str] = []
     start = 0
-    for match in _COMMA_VERB.finditer(piece):
+    for match in COMMA_VERB.finditer(piece):
         left = piece[start : match.start()]
-        if len(left.split()) >= 2 and _is_action(_strip_markers(left)):
+        if len(left.split()) >= 2 and is_action(strip_markers(left)):
             parts.append(left)
             start = match.end()
     parts.append(piece[start:])
     return [
-        (part, n > 0 and not (_PRONOUN.search(part) or _REFERS_BACK.search(part)))
+        (part, n > 0 and not (PRONOUN.search(part) or REFERS_BACK.search(part)))
         for n, part in enumerate(parts)
     ]
 
 
 @dataclass(frozen=True)
-class _Reading:
+class Reading:
     """A task read as actions in order, the statements that are only background, and which
     actions run alongside the one before them rather than after it."""
 
@@ -99,19 +99,19 @@ class _Reading:
     alongside: frozenset[int] = frozenset()
 
 
-def _clauses(text: str) -> _Reading:
+def clauses_of(text: str) -> Reading:
     """Split text into actions in the order given, and the statements that are only background."""
     actions: list[str] = []
     background: list[str] = []
     alongside: set[int] = set()
-    for sentence in _sentences(text):
-        for piece in _SEQUENCE_BREAK.split(sentence):
+    for sentence in sentences_of(text):
+        for piece in SEQUENCE_BREAK.split(sentence):
             for part, beside in _split_on_comma_verb(piece):
                 for n, raw in enumerate(_split_on_and_verb(part)):
-                    clause = _strip_markers(raw)
+                    clause = strip_markers(raw)
                     if not re.search(r"\w", clause):
                         continue
-                    if not _is_action(clause):
+                    if not is_action(clause):
                         background.append(clause)
                         continue
                     if beside and n == 0 and actions:
@@ -119,15 +119,15 @@ def _clauses(text: str) -> _Reading:
                     actions.append(clause)
     if not actions:
         # A task of only markers ('first') is still a task: keep its words.
-        whole = _strip_markers(_collapse(text)) or _collapse(text)
-        return _Reading([whole] if whole else [], [])
-    return _Reading(actions, background, frozenset(alongside))
+        whole = strip_markers(collapse(text)) or collapse(text)
+        return Reading([whole] if whole else [], [])
+    return Reading(actions, background, frozenset(alongside))
 
 
 _ITEM_LINE = re.compile(r"^\s*(?:\(?\d{1,3}[.)]|[-*•+])\s+(?:\[[ xX]\]\s+)?(?P<text>\S.*)$")
 
 
-def _enumeration(task: str) -> tuple[list[str], str, str]:
+def enumeration_of(task: str) -> tuple[list[str], str, str]:
     """Numbered or bulleted items, with the text before and after them."""
     items: list[str] = []
     before: list[str] = []
@@ -137,7 +137,7 @@ def _enumeration(task: str) -> tuple[list[str], str, str]:
         if match:
             if after and items:
                 # Text between two items belongs to the item above it, not after the list.
-                items[-1] = _collapse(items[-1] + " " + " ".join(after))
+                items[-1] = collapse(items[-1] + " " + " ".join(after))
                 after.clear()
             items.append(match.group("text").strip())
         elif not items:
@@ -173,7 +173,7 @@ _LIST_VERB = re.compile(
 )
 
 
-def _split_top_level(text: str, separator: re.Pattern[str]) -> list[str]:
+def split_top_level(text: str, separator: re.Pattern[str]) -> list[str]:
     """Split on `separator`, except inside parentheses or quotes."""
     parts, start = [], 0
     for match in separator.finditer(text):
@@ -186,7 +186,7 @@ def _split_top_level(text: str, separator: re.Pattern[str]) -> list[str]:
     return [p.strip(" .?!") for p in parts]
 
 
-_LIST_SEPARATOR = re.compile(r",(?!\d{3}(?!\d))\s*(?:and\s+|or\s+)?|\s+and\s+", re.I)
+LIST_SEPARATOR = re.compile(r",(?!\d{3}(?!\d))\s*(?:and\s+|or\s+)?|\s+and\s+", re.I)
 _SIDE_SEPARATOR = re.compile(
     r",(?!\d{3}(?!\d))\s*(?:and\s+|or\s+)?|\s+(?:and|with|to|against|vs\.?|versus|or)\s+", re.I
 )
@@ -226,16 +226,16 @@ def _qualified(sides: list[str]) -> tuple[list[str], str]:
     return sides, ""
 
 
-def _comparison(clause: str) -> tuple[list[str], str, str] | None:
+def comparison_of(clause: str) -> tuple[list[str], str, str] | None:
     """The sides, the shared qualifier and a label in the user's words, or None."""
     sides: list[str] = []
     text = clause.strip().rstrip(".?!")
     if match := re.match(r"^(?:compare|contrast|benchmark)\s+(?P<rest>.+)$", text, re.I):
-        sides = _split_top_level(match.group("rest"), _SIDE_SEPARATOR)
+        sides = split_top_level(match.group("rest"), _SIDE_SEPARATOR)
     elif match := re.search(
         r"\b(?:differences?|similarities|comparison)\s+between\s+(?P<rest>.+)$", text, re.I
     ):
-        sides = _split_top_level(match.group("rest"), _LIST_SEPARATOR)
+        sides = split_top_level(match.group("rest"), LIST_SEPARATOR)
     elif re.search(r"\s(?:vs\.?|versus)\s", text, re.I):
         parts = re.split(r"\s+(?:vs\.?|versus)\s+", text, flags=re.I)
         left = re.split(r"[:;,?]\s*", parts[0])[-1]
@@ -270,18 +270,18 @@ def _comparison(clause: str) -> tuple[list[str], str, str] | None:
     if len(sides) < 2 or any(not s or len(s.split()) > 10 for s in sides):
         return None
     sides, qualifier = _qualified(sides)
-    return _distribute(sides, tails=False), qualifier, _joined(sides)
+    return _distribute(sides, tails=False), qualifier, joined(sides)
 
 
-def _verb_list(clause: str) -> tuple[str, list[str]] | None:
+def verb_list(clause: str) -> tuple[str, list[str]] | None:
     """'research X, Y and Z' → ('research', [X, Y, Z]); None when the objects are not a list."""
     match = _LIST_VERB.match(clause.strip().rstrip(".?!"))
     if not match or _IDIOM.search(clause) or _NOT_A_LIST.search(clause):
         return None
     rest = match.group("rest")
-    if _urls(rest) and len(_urls(rest)) == 1 and " and " not in rest.replace(_urls(rest)[0], ""):
+    if urls(rest) and len(urls(rest)) == 1 and " and " not in rest.replace(urls(rest)[0], ""):
         return None
-    items = [i for i in _split_top_level(rest, _LIST_SEPARATOR) if i]
+    items = [i for i in split_top_level(rest, LIST_SEPARATOR) if i]
     if len(items) < 2 or any(len(i.split()) > 8 for i in items):
         return None
     return match.group("verb"), _distribute(items)

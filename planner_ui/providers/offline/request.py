@@ -31,20 +31,20 @@ EFFECT_TOOLS = frozenset({"write_file", "send_email", "http_post", "shell", "del
 # Sections the planner appends to an instruction for a real model's benefit. The offline
 # executor acts only on the directive above them, so the overall task's URLs, addresses and
 # expressions do not leak into every step.
-_SECTION_BREAK = re.compile(r"\n\s*\n(?:Inputs|Background|Context):")
+SECTION_BREAK = re.compile(r"\n\s*\n(?:Inputs|Background|Context):")
 
 # Together these stay under the schema's 4000-character instruction limit.
-_MAX_DIRECTIVE_CHARS = 2200
-_MAX_INPUTS_CHARS = 500
-_MAX_BACKGROUND_CHARS = 400
-_MAX_CONTEXT_CHARS = 600
-_MAX_EMAIL_BODY_CHARS = 19_000
+MAX_DIRECTIVE_CHARS = 2200
+MAX_INPUTS_CHARS = 500
+MAX_BACKGROUND_CHARS = 400
+MAX_CONTEXT_CHARS = 600
+MAX_EMAIL_BODY_CHARS = 19_000
 
 
 # --- request parsing --------------------------------------------------------------------------
 
 
-def _tool_names(block: str) -> list[str]:
+def tool_names(block: str) -> list[str]:
     """Names from lines of 'name: description'."""
     names = []
     for line in block.splitlines():
@@ -54,7 +54,7 @@ def _tool_names(block: str) -> list[str]:
     return names
 
 
-def _first_user_text(request: ModelRequest, part: str) -> str:
+def first_user_text(request: ModelRequest, part: str) -> str:
     if not request.messages:
         raise ProviderError(f"offline {part}: the request has no messages")
     content = request.messages[0].get("content")
@@ -63,7 +63,7 @@ def _first_user_text(request: ModelRequest, part: str) -> str:
     return content
 
 
-def _field(obj: Any, name: str, default: Any = None) -> Any:
+def field(obj: Any, name: str, default: Any = None) -> Any:
     """Read a ToolCall/ToolResult attribute, or the same key when a caller passed a dict."""
     if isinstance(obj, dict):
         return obj.get(name, default)

@@ -12,9 +12,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .planning import _PlanBuilder
-from .reading import _clauses, _is_action
-from .words import _unique_id
+from .planning import PlanBuilder
+from .reading import clauses_of, is_action
+from .words import unique_id
 
 # What a note starts with before its action: 'and also', 'please', 'then'…
 _LEADING = re.compile(r"^(?:(?:and|also|please|then|plus|additionally)\b[\s,]*)+", re.I)
@@ -47,19 +47,19 @@ def revised_plan(
     wanted = _LEADING.sub("", note.strip()).strip()
     if plan is None or not wanted:
         return None
-    actions = _clauses(wanted).actions
-    if not actions or not all(_is_action(a) and not _RESHAPING.match(a) for a in actions):
+    actions = clauses_of(wanted).actions
+    if not actions or not all(is_action(a) and not _RESHAPING.match(a) for a in actions):
         return None
     steps: list[dict[str, Any]] = [dict(s) for s in plan["steps"] if isinstance(s, dict)]
     if len(steps) != len(plan["steps"]):
         return None
     # The new steps' own context names the whole task; their ids stay clear of the plan's.
-    builder = _PlanBuilder(task.strip(), tools)
+    builder = PlanBuilder(task.strip(), tools)
     for action in actions:
         builder.expand_clause(action, [])
     added = builder.render()["steps"]
     used = {str(s.get("id")) for s in steps}
-    renamed = {s["id"]: _unique_id(s["id"], used) for s in added}
+    renamed = {s["id"]: unique_id(s["id"], used) for s in added}
     for step in added:
         step["id"] = renamed[step["id"]]
         step["depends_on"] = [renamed[d] for d in step["depends_on"]]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 
-from .detect import _EMAIL, _URL, _expressions
+from .detect import EMAIL, URL, expressions_in
 
 # --- words: roles, verbs, slugs, titles --------------------------------------------------------
 
@@ -41,7 +41,7 @@ _CODE_NOUN = re.compile(r"\b(?:script|code|program|function|class|module)\b", re
 _COMPOSE_VERB = re.compile(r"^(?:write|draft|compose|create)\b", re.I)
 
 
-def _role(text: str) -> str:
+def role_for(text: str) -> str:
     """The role whose keyword comes first; arithmetic with no other cue goes to the coder."""
     hits = []
     for rank, (role, pattern) in enumerate(_ROLE_PATTERNS):
@@ -51,12 +51,12 @@ def _role(text: str) -> str:
     role = min(hits)[2] if hits else "researcher"
     if role == "writer" and _CODE_NOUN.search(text) and _COMPOSE_VERB.search(text.strip()):
         return "coder"  # 'write a script that ...' is code, not prose
-    if role == "researcher" and _expressions(text):
+    if role == "researcher" and expressions_in(text):
         return "coder"
     return role
 
 
-_ACTION_VERBS = frozenset(
+ACTION_VERBS = frozenset(
     """research find look search investigate fetch get download read open load list calculate
     compute sum add multiply divide estimate convert count code implement build create make
     generate write draft compose summarize summarise report email e-mail send mail save store
@@ -67,7 +67,7 @@ _ACTION_VERBS = frozenset(
     discover learn browse scrape extract track monitor update format brainstorm decide solve
     work put use visit notify forward reply""".split()
 )
-_QUESTION_WORDS = frozenset(
+QUESTION_WORDS = frozenset(
     "what whats what's how why who which when where is are can could should do does did will "
     "would".split()
 )
@@ -78,27 +78,27 @@ _CHAIN_VERBS = (
     "|translate|post|publish|create|list|read|explain|report|tell|give|produce|prepare|make"
     "|evaluate|assess|estimate|recommend|suggest|outline|convert|rank|notify|forward|share"
 )
-_AND_VERB = re.compile(rf"\s*,?\s+and\s+(?=(?:{_CHAIN_VERBS})\b)", re.I)
-_COMMA_VERB = re.compile(rf",\s+(?=(?:{_CHAIN_VERBS})\b)", re.I)
-_PRONOUN = re.compile(r"\b(?:it|them|this|that|these|those|the\s+results?)\b", re.I)
-_SEQUENCE_BREAK = re.compile(
+AND_VERB = re.compile(rf"\s*,?\s+and\s+(?=(?:{_CHAIN_VERBS})\b)", re.I)
+COMMA_VERB = re.compile(rf",\s+(?=(?:{_CHAIN_VERBS})\b)", re.I)
+PRONOUN = re.compile(r"\b(?:it|them|this|that|these|those|the\s+results?)\b", re.I)
+SEQUENCE_BREAK = re.compile(
     r"\s*[,;:]?\s*\band\s+(?:then|after\s+that|afterwards|finally)\b,?\s*"
     r"|\s*[,;]\s*(?:then|after\s+that|afterwards|finally|next|lastly)\b,?\s*"
     r"|\s*;\s*"
     r"|\s+then\s+",
     re.I,
 )
-_LEADING_MARKERS = re.compile(
+LEADING_MARKERS = re.compile(
     r"^(?:(?:and|also|then|first(?:ly)?|second(?:ly)?|third(?:ly)?|next|finally|lastly|"
     r"after\s+that|after\s+this|afterwards|now|please|kindly)\b[\s,:]*)+",
     re.I,
 )
-_POLITE_PREFIX = re.compile(
+POLITE_PREFIX = re.compile(
     r"^(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|i\s+(?:want|need|would\s+like|'d\s+like)"
     r"\s+(?:you\s+)?to\s+|help\s+me\s+(?:to\s+)?|please\s+|kindly\s+)",
     re.I,
 )
-_REFERS_BACK = re.compile(
+REFERS_BACK = re.compile(
     r"^\s*(?:and\s+)?(?:then|after\s+that|afterwards|next|finally|lastly)\b"
     r"|\busing\s+(?:the|these|those|that|this|its|their)\s+"
     r"(?:results?|outputs?|findings?|answers?|data|numbers?|information)\b"
@@ -109,43 +109,43 @@ _REFERS_BACK = re.compile(
     r"(?:them|these|those|all|everything)\b",
     re.I,
 )
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     """a an the of to and or for in on at by with about from into as is are be it its this that
     these those me my our your their them us i you we please can could would will should what
     which who how do does some any all each every than then also just very more most""".split()
 )
-_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "v", "mr", "mrs", "ms", "dr", "st", "no"})
+ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "vs", "v", "mr", "mrs", "ms", "dr", "st", "no"})
 
 
-def _collapse(text: str) -> str:
+def collapse(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
-def _excerpt(text: str, limit: int) -> str:
+def excerpt(text: str, limit: int) -> str:
     """The text on one line, cut at a word boundary when longer than `limit`."""
-    flat = _collapse(text)
+    flat = collapse(text)
     if len(flat) <= limit:
         return flat
     cut = flat[: limit - 1].rsplit(" ", 1)[0]
     return cut.rstrip(",;:") + "…"
 
 
-def _title(text: str) -> str:
-    flat = _collapse(text).rstrip(".!;:,")
+def title_of(text: str) -> str:
+    flat = collapse(text).rstrip(".!;:,")
     flat = flat[:1].upper() + flat[1:]
-    return _excerpt(flat, 120) or "Step"
+    return excerpt(flat, 120) or "Step"
 
 
-def _sentence(text: str) -> str:
-    flat = _collapse(text).rstrip(",;:")
+def sentence(text: str) -> str:
+    flat = collapse(text).rstrip(",;:")
     flat = flat[:1].upper() + flat[1:]
     return flat if flat.endswith((".", "?", "!")) else flat + "."
 
 
-def _slug(text: str, max_words: int = 4) -> str:
-    text = _URL.sub(lambda m: re.sub(r"^https?://(?:www\.)?", "", m.group()).split("/")[0], text)
-    text = _EMAIL.sub(lambda m: m.group().split("@")[0], text)
-    words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOPWORDS]
+def slug_of(text: str, max_words: int = 4) -> str:
+    text = URL.sub(lambda m: re.sub(r"^https?://(?:www\.)?", "", m.group()).split("/")[0], text)
+    text = EMAIL.sub(lambda m: m.group().split("@")[0], text)
+    words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS]
     slug = ""
     for word in words[:max_words]:
         candidate = f"{slug}-{word}" if slug else word
@@ -155,7 +155,7 @@ def _slug(text: str, max_words: int = 4) -> str:
     return slug or (words[0][:40] if words else "step")
 
 
-def _unique_id(slug: str, used: set[str]) -> str:
+def unique_id(slug: str, used: set[str]) -> str:
     if slug == SYNTHESIS_STEP_ID:
         slug = "synthesis-step"
     candidate, number = slug, 2
@@ -167,5 +167,5 @@ def _unique_id(slug: str, used: set[str]) -> str:
     return candidate
 
 
-def _joined(items: Sequence[str]) -> str:
+def joined(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
