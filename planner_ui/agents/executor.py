@@ -292,6 +292,8 @@ def run_step(
             elif tool.effect is Effect.READ and (earlier := _just_answered(state, call)):
                 content, is_error = _repeat_refusal(call.name, earlier), True
             elif tool.effect is Effect.READ and (failed := _just_failed(state, call)):
+                if (streak := _failure_streak(state, call)) >= MAX_SAME_FAILURES:
+                    raise StepFailed(_stuck(call.name, streak + 1, _first_failure(state, call)))
                 content, is_error = _failed_again(call.name, failed), True
             else:
                 try:
@@ -457,16 +459,49 @@ def _refusing_irreversible(ctx: ToolContext) -> ToolRunner:
     return run_call
 
 
-def _last_result(state: Checkpoint, call: ToolCall) -> ToolResult | None:
-    """The result of the same call (tool and arguments) in the step's previous turn, if any."""
-    if len(state.messages) < 3 or state.messages[-2].get("role") != "tool":
+def _last_result(state: Checkpoint, call: ToolCall, turns_back: int = 1) -> ToolResult | None:
+    """The result of the same call (tool and arguments) `turns_back` turns before this one, if
+    every turn since made tool calls (a correction in between breaks the chain)."""
+    at = len(state.messages) - 1 - 2 * turns_back  # the assistant turn of that call
+    if at < 1:
         return None
-    previous = state.messages[-3].get("tool_calls") or []
-    results = {r.tool_call_id: r for r in state.messages[-2].get("results", [])}
+    for turn in range(at + 1, len(state.messages) - 1, 2):
+        if state.messages[turn].get("role") != "tool":
+            return None
+    previous = state.messages[at].get("tool_calls") or []
+    results = {r.tool_call_id: r for r in state.messages[at + 1].get("results", [])}
     for earlier in previous:
         if (earlier.name, earlier.arguments) == (call.name, call.arguments):
             return results.get(earlier.id)
     return None
+
+
+# How many turns in a row a read may fail with the same arguments (the second time it is not
+# made, and the model is told why) before a third try ends the step with the tool's error.
+MAX_SAME_FAILURES = 2
+
+
+def _failure_streak(state: Checkpoint, call: ToolCall) -> int:
+    """In how many turns right before this one the same call was made and failed."""
+    streak = 0
+    while (result := _last_result(state, call, streak + 1)) is not None and result.is_error:
+        streak += 1
+    return streak
+
+
+def _first_failure(state: Checkpoint, call: ToolCall) -> str:
+    """The tool's own error that began the streak (the turns after it were refusals)."""
+    result = _last_result(state, call, _failure_streak(state, call))
+    return result.content if result is not None else ""
+
+
+def _stuck(name: str, times: int, error: str) -> str:
+    """A step that keeps making a call that cannot succeed fails at once, saying so: re-planning
+    can route around a missing file, the step's remaining model calls cannot."""
+    return (
+        f"the executor called {name} with the same arguments {times} times in a row, and it "
+        f"failed: {error.strip()[:300]}"
+    )
 
 
 def _just_answered(state: Checkpoint, call: ToolCall) -> str:

@@ -319,6 +319,38 @@ def test_a_read_that_failed_is_not_made_again_with_the_same_arguments(tool_ctx) 
     )
 
 
+def test_a_read_that_keeps_failing_the_same_way_fails_the_step_at_once(tool_ctx) -> None:
+    # Qwen2.5-Coder-1.5B, granted read_file "to read the calculator", asked for the missing
+    # file again after being told it would fail the same way, to the step's cap of 8 calls.
+    calls = [ToolCall(i, "read_file", {"path": "calculator.txt"}) for i in "abcdefgh"]
+    provider = ScriptedProvider([reply("", call) for call in calls])
+
+    failure = step_failure(provider, step("read_file"), tool_ctx)
+
+    assert failure == (
+        "the executor called read_file with the same arguments 3 times in a row, and it "
+        "failed: read_file: no file 'calculator.txt' in the workspace"
+    )
+    assert len(provider.requests) == 3  # not the cap's 8
+
+
+def test_a_failed_read_made_again_after_another_call_is_run(tool_ctx) -> None:
+    # Only a streak counts: a call in between that changed something starts it over.
+    missing = ToolCall("a", "read_file", {"path": "notes.txt"})
+    write = ToolCall("b", "write_file", {"path": "notes.txt", "content": "hello"})
+    again = ToolCall("c", "read_file", {"path": "notes.txt"})
+    provider = ScriptedProvider(
+        [reply("", missing), reply("", write), reply("", again), reply("It says hello.")]
+    )
+
+    outcome, events = run(provider, step("read_file", "write_file"), tool_ctx)
+
+    assert outcome.output == "It says hello."
+    results = [payload for kind, payload in events if kind == "step.tool_result"]
+    assert [r["is_error"] for r in results] == [True, False, False]
+    assert results[2]["content"] == "hello"
+
+
 # --- asked to use a tool, answered without it --------------------------------------------------
 
 SUM = "Compute 1500 * 0.2 + 75 with the calculator."
