@@ -266,6 +266,34 @@ def _in_order(step: Step, found: list) -> list[tuple[str, str, str]]:
     return [parents[sid] for sid in step.depends_on if sid in parents]
 
 
+# An earlier step's output reaches the synthesizer in at most this many characters: room for
+# a result, bounded for a plan of many steps.
+EARLIER_OUTPUT_CHARS = 4000
+
+
+def _synthesis_material(step: Step) -> list[tuple[str, str, str]]:
+    """The last steps' outputs, after what those steps were given: the outputs of the steps
+    they depend on, each shortened to EARLIER_OUTPUT_CHARS. A last step that saved or sent a
+    result tells that it did, not the result (seen: Qwen2.5-Coder-1.5B's "The result has been
+    written to 'result.txt'.", and a synthesizer that then made up the sum it was not shown)."""
+    last = _context_for(step)
+    parents = Step.objects.filter(run_id=step.run_id, step_id__in=step.depends_on)
+    given = {p for depends_on in parents.values_list("depends_on", flat=True) for p in depends_on}
+    earlier = (
+        Step.objects.filter(run_id=step.run_id, step_id__in=given - set(step.depends_on))
+        .filter(status=StepStatus.SUCCEEDED)
+        .order_by("position")
+        .values_list("step_id", "title", "output")
+    )
+    return [(sid, title, _shortened(output)) for sid, title, output in earlier] + last
+
+
+def _shortened(text: str) -> str:
+    if len(text) <= EARLIER_OUTPUT_CHARS:
+        return text
+    return text[:EARLIER_OUTPUT_CHARS] + "\n[shortened]"
+
+
 def step_execute(
     run_id: int,
     step_id: str,
@@ -345,7 +373,7 @@ def _execute(step: Step, worker: str, *, carry_on: bool = False) -> Step | None:
     try:
         if step.step_id == SYNTHESIS_STEP_ID:
             provider = run_provider(run, "synthesizer", step_id)
-            outcome = synthesize(provider, run.task, _context_for(step), live_text(1))
+            outcome = synthesize(provider, run.task, _synthesis_material(step), live_text(1))
         else:
             provider = run_provider(run, f"executor:{step.role}", step_id)
             # The run's files, wherever they were written, in a local folder of this attempt;

@@ -181,3 +181,47 @@ def test_an_auto_route_that_needed_prompting_stays_prompted_for_the_run(server, 
     usage = page.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert f'<code>{auto}</code> <span class="badge in-text"' in usage
     assert ">now prompted</span>" in usage
+
+
+SAVE_PLAN = {
+    "goal": "A sum, saved",
+    "steps": [
+        {
+            "id": "compute",
+            "title": "Compute",
+            "instruction": "Use the calculator to compute 1500 * 0.2 + 75.",
+            "role": "coder",
+            "tools": ["calculator"],
+        },
+        {
+            "id": "save",
+            "title": "Save",
+            "instruction": "Write the result to result.txt.",
+            "role": "coder",
+            "tools": ["write_file"],
+            "depends_on": ["compute"],
+        },
+    ],
+}
+
+
+def test_the_synthesizer_sees_what_a_last_step_was_given(server, make_user):
+    # Seen from Qwen2.5-Coder-1.5B: the last step saved the sum and said only that it had; the
+    # synthesizer, shown that line alone, wrote a sum of its own (300.0 for 375).
+    server.enqueue_json(SAVE_PLAN)
+    run = planned(make_user(), "Compute 1500 * 0.2 + 75 and report it", routes=ROUTES)
+    assert run.status == RunStatus.AWAITING_PLAN_APPROVAL, run.error
+    server.enqueue_tool_calls([("calculator", {"expression": "1500 * 0.2 + 75"})])
+    server.enqueue_text("375")
+    server.enqueue_tool_calls([("write_file", {"path": "result.txt", "content": "375"})])
+    server.enqueue_text("The result has been written to 'result.txt'.")
+    server.enqueue_text("The result is 375.")
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.SUCCEEDED, run.error
+
+    material = server.requests[-1].body["messages"][-1]["content"]
+    assert material.startswith("<task>")  # the synthesizer's request
+    # The step it depends on first, then the last step itself, in plan order.
+    assert material.index('<output step="compute"') < material.index('<output step="save"')
+    assert "375" in material.split('<output step="compute"')[1].split("</output>")[0]
