@@ -8,7 +8,10 @@ is tested on the wire-protocol fakes, and with AGENTSITE_TEST_MODEL on a larger 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from agentsite import embedded
 from planner_ui.core.messages import ModelRequest
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
+from planner_ui.models import Run
 from planner_ui.providers.openai_compat import OpenAICompatProvider
 from planner_ui.services.runs import run_approve_plan, run_create, run_plan
 from tests.services.test_runs import drive
@@ -35,16 +39,28 @@ def smollm2() -> Path:
     return next(Path(folder).glob("*.gguf"))
 
 
-def serve(model: Path, *extra: str) -> Iterator[str]:
+RECORD_PROXY = Path(__file__).parent.parent / "fixtures" / "real-models" / "record_proxy.py"
+
+
+def serve(model: Path, *extra: str, record: str = "") -> Iterator[str]:
+    """The model's base URL; with `record`, a logging proxy's in front of it that appends every
+    exchange to that file (the transcripts' format, tests/fixtures/real-models/README.md)."""
     port = embedded.free_port()
     log = django_settings.VAR_DIR / f"model-test-{port}.log"
-    process = embedded.start_local_model(model, port=port, log_path=log, extra=extra)
+    processes = [embedded.start_local_model(model, port=port, log_path=log, extra=extra)]
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         embedded.wait_for_ok(f"http://127.0.0.1:{port}/health", timeout=120)
+        if record:
+            proxy = embedded.free_port()
+            upstream = f"http://127.0.0.1:{port}"
+            command = [sys.executable, str(RECORD_PROXY), upstream, record, str(proxy)]
+            processes.append(subprocess.Popen(command))
+            embedded.wait_for_ok(f"http://127.0.0.1:{proxy}/health", timeout=30)
+            base_url = f"http://127.0.0.1:{proxy}/v1"
         yield base_url
     finally:
-        embedded.stop_processes([process])
+        embedded.stop_processes(processes)
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +117,20 @@ def test_a_run_planned_by_a_real_model(local_model, make_user, settings) -> None
     assert run.tokens_in == sum(c.input_tokens for c in calls) and run.model_calls == len(calls)
 
 
+def keep_events(run: Run, path: Path) -> None:
+    """The run's events, one JSON line each, kept past the test database: why a seed failed is
+    read from them."""
+    with path.open("w") as out:
+        for event in run.events.order_by("seq"):
+            line = {
+                "seq": event.seq,
+                "type": event.type,
+                "step": event.step_id,
+                "payload": event.payload,
+            }
+            out.write(json.dumps(line, default=str) + "\n")
+
+
 @pytest.mark.skipif(
     not os.environ.get("AGENTSITE_TEST_MODEL"),
     reason="opt-in: AGENTSITE_TEST_MODEL=/path/to/a-tool-calling-model.gguf make test",
@@ -110,7 +140,9 @@ def test_a_larger_local_model_uses_a_tool_end_to_end(make_user, settings) -> Non
     model = Path(os.environ["AGENTSITE_TEST_MODEL"])
     # Another seed samples another run of the same model: how often it succeeds is worth knowing.
     seed = os.environ.get("AGENTSITE_TEST_MODEL_SEED", "7")
-    for base_url in serve(model, "--seed", seed):
+    # AGENTSITE_TEST_MODEL_RECORD=out.jsonl records the run's model traffic for replay tests.
+    record = os.environ.get("AGENTSITE_TEST_MODEL_RECORD", "")
+    for base_url in serve(model, "--seed", seed, record=record):
         settings.OPENAI_BASE_URL = base_url
         route = f"openai:{model.stem}"
         # How its executors are asked for tool calls: AGENTSITE_TEST_MODEL_TOOL_MODE, native,
@@ -126,6 +158,7 @@ def test_a_larger_local_model_uses_a_tool_end_to_end(make_user, settings) -> Non
         )
         run_plan(run.pk)
         run = drive(run)
+        keep_events(run, django_settings.VAR_DIR / f"model-test-{model.stem}-{seed}-{mode}.jsonl")
         assert run.status == RunStatus.SUCCEEDED, run.error
         assert run.events.filter(type="step.tool_call", payload__tool="calculator").exists()
         assert "375" in run.result
