@@ -12,12 +12,12 @@ Run it on SQLite and with DATABASE_URL on PostgreSQL."""
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from typing import Any
 
 from bench import shapes
+from bench.in_process import app_in_process
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,31 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--width", type=int, default=32, help="widest layer of the plans")
     parser.add_argument("--repeat", type=int, default=3, help="fetches of each page")
     args = parser.parse_args(argv)
-    os.environ["AGENTSITE_OFFLINE_LATENCY_S"] = "0"
-
-    from bench.__main__ import django_setup
-
-    django_setup()
-    from django.conf import settings
-    from django.db import connection
-
-    from agentsite import embedded
-    from bench.scheduler import refuse_other_workers
-
-    redis = None
-    if settings.REDIS_IS_EMBEDDED:
-        redis = embedded.start_redis(
-            settings.EMBEDDED_REDIS_SOCKET, log_path=settings.VAR_DIR / "logs" / "redis.log"
-        )
-    else:
-        refuse_other_workers("")  # they would run the steps this process leaves queued
     rows: list[tuple[int, str, float, int, int]] = []
-    try:
+    with app_in_process():
+        from django.db import connection
+
         for size in (int(s) for s in args.sizes.split(",")):
             rows += _measure(size, args.width, args.repeat)
-    finally:
-        if redis is not None:
-            embedded.stop_processes([redis])
     print(f"\n{connection.vendor}, layered plans of width {args.width}, median of {args.repeat}")
     print(f"{'steps':>6} {'page':28} {'server ms':>10} {'KB':>8} {'statements':>11}")
     for size, page, ms, size_bytes, statements in rows:

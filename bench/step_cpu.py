@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import pstats
 import statistics
 import sys
@@ -24,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import shapes
+from bench.in_process import app_in_process
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,24 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         "--holds", action="store_true", help="time the write lock's holds (SQLite only)"
     )
     args = parser.parse_args(argv)
-    os.environ["AGENTSITE_OFFLINE_LATENCY_S"] = "0"
-
-    from bench.__main__ import django_setup
-
-    django_setup()
-    from django.conf import settings
-
-    from agentsite import embedded
-    from bench.scheduler import refuse_other_workers
-
-    redis = None
-    if settings.REDIS_IS_EMBEDDED:
-        redis = embedded.start_redis(
-            settings.EMBEDDED_REDIS_SOCKET, log_path=settings.VAR_DIR / "logs" / "redis.log"
-        )
-    else:
-        refuse_other_workers("")  # they would run the steps this process leaves queued
-    try:
+    with app_in_process():
         for name in args.shapes.split(","):
             shape = shapes.build(name, args.size, seed=1, width=8)
             _run(shape)  # imports, caches and the database's pages warm up first
@@ -72,9 +55,6 @@ def main(argv: list[str] | None = None) -> int:
                 _holds_print(holds)
             if profile:
                 pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
-    finally:
-        if redis is not None:
-            embedded.stop_processes([redis])
     return 0
 
 
