@@ -12,8 +12,9 @@ from planner_ui.core.events import EventType
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "planner_ui"
 # What appends an event: event_append(run_id, type, ...), events_append(run_id, [(type, ...)]),
-# and an executor's on_event(type, payload).
-APPENDERS = {"event_append", "events_append", "on_event"}
+# an executor's on_event(type, payload), and a step's EventBuffer: events.append(run_id, type,
+# ...), events.append_all and events.hold(run_id, [(type, ...)]).
+APPENDERS = {"event_append", "events_append", "on_event", "append", "append_all", "hold"}
 # Every module passes the catalogue's names now (issue 33); none may pass a literal again.
 KNOWN_LITERALS: dict[str, int] = {}
 

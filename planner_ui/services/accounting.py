@@ -21,6 +21,7 @@ from planner_ui.providers.metered import CallRecord, MeteredProvider
 from planner_ui.selectors.prices import price_table
 
 from . import sql
+from .event_buffer import EventBuffer
 from .events import events_append
 from .scheduler import run_fail
 
@@ -33,11 +34,14 @@ def price_of(provider: str, *models: str) -> Price | None:
     return None
 
 
-def metered(run: Run, step_id: str, provider: Provider) -> MeteredProvider:
+def metered(
+    run: Run, step_id: str, provider: Provider, *, events: EventBuffer | None = None
+) -> MeteredProvider:
     """The provider, with every call gated by the run's state and budget and then recorded.
 
     The budget's limits are read once, with `run`; what the run has spent and whether it is
-    still running are read before every call, as other steps spend and a person may cancel."""
+    still running are read before every call, as other steps spend and a person may cancel.
+    A step's provider holds each call's event in the step's buffer, `events` (call_record)."""
     budget, run_id = run.budget, run.pk
 
     def gate(purpose: str) -> None:
@@ -47,11 +51,13 @@ def metered(run: Run, step_id: str, provider: Provider) -> MeteredProvider:
             raise RunStopped(f"The run is {label}, so no further model call.")
         reason = budget.overrun(tokens, cost)
         if reason:
-            budget_stop(run_id, reason)
+            budget_stop(run_id, reason, events=events)
             raise RunStopped(f"The run stopped because {reason}.")
 
     def record(call: CallRecord) -> None:
-        call_record(run_id, step_id, call, requested_model=provider.model, budget=budget)
+        call_record(
+            run_id, step_id, call, requested_model=provider.model, budget=budget, events=events
+        )
 
     return MeteredProvider(provider, gate=gate, record=record)
 
@@ -71,8 +77,12 @@ def call_record(
     *,
     requested_model: str = "",
     budget: Budget | None = None,
+    events: EventBuffer | None = None,
 ) -> None:
-    """Store one call and add it to the totals; stop the run if that spent its budget."""
+    """Store one call and add it to the totals; stop the run if that spent its budget.
+
+    With a step's buffer, `events`, the call's event is held there for the step's next event;
+    without one (the planner's calls) it is stored at once."""
     usage = call.usage
     price = price_of(call.provider, call.model, requested_model)
     cost = pricing.call_cost(usage, price) if price is not None else None
@@ -110,34 +120,33 @@ def call_record(
     status, tokens_in, tokens_out, spent = sql.update_with(
         _ADD_TO_RUN, [*usage_params, run_id], along=calls
     )
-    # Within a step, its event is stored and published with the step's next (events_held).
-    events_append(
-        run_id,
-        [
-            (
-                EventType.MODEL_CALL,
-                {
-                    "role": row.role,
-                    "model": row.label,
-                    "input_tokens": row.input_tokens,
-                    "output_tokens": row.output_tokens,
-                    "cache_read_tokens": row.cache_read_tokens,
-                    "cost_usd": None if cost is None else str(cost),
-                    "latency_ms": row.latency_ms,
-                    "stop_reason": row.stop_reason,
-                    "error": row.error,
-                },
-                step_id,
-            )
-        ],
-        hold=True,
-    )
+    event = [
+        (
+            EventType.MODEL_CALL,
+            {
+                "role": row.role,
+                "model": row.label,
+                "input_tokens": row.input_tokens,
+                "output_tokens": row.output_tokens,
+                "cache_read_tokens": row.cache_read_tokens,
+                "cost_usd": None if cost is None else str(cost),
+                "latency_ms": row.latency_ms,
+                "stop_reason": row.stop_reason,
+                "error": row.error,
+            },
+            step_id,
+        )
+    ]
+    if events is None:
+        events_append(run_id, event)
+    else:
+        events.hold(run_id, event)  # stored and published with the step's next event
     spent_usd = sql.decimal_of(spent)
     if budget is None:
         budget = Run.objects.get(pk=run_id).budget
     reason = budget.overrun(tokens_in + tokens_out, spent_usd)
     if reason and status not in TERMINAL_RUN_STATUSES:
-        budget_stop(run_id, reason)
+        budget_stop(run_id, reason, events=events)
 
 
 _ADD_USAGE = (
@@ -154,6 +163,9 @@ _ADD_TO_RUN = (
 )
 
 
-def budget_stop(run_id: int, reason: str) -> None:
-    """Fail the run with the budget as its reason; running steps stop at their next call."""
-    run_fail(run_id, f"Stopped because {reason}. Completed steps keep their outputs.")
+def budget_stop(run_id: int, reason: str, *, events: EventBuffer | None = None) -> None:
+    """Fail the run with the budget as its reason; running steps stop at their next call.
+    `events`: the buffer of the step whose call spent it, whose held events go first."""
+    run_fail(
+        run_id, f"Stopped because {reason}. Completed steps keep their outputs.", events=events
+    )

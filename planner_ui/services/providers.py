@@ -16,6 +16,7 @@ from planner_ui.providers.metered import MeteredProvider
 from planner_ui.selectors.providers import Credentials, credentials
 
 from .accounting import metered
+from .event_buffer import EventBuffer
 from .local_models import LocalModelRefused, default_local_route, local_model_url
 
 
@@ -121,8 +122,11 @@ def provider_for(purpose: str, routes: Mapping[str, str] | None = None) -> Provi
     return provider_build(route_of(purpose, routes))
 
 
-def run_provider(run: Run, purpose: str, step_id: str = "") -> MeteredProvider:
-    """The provider a part of `run` calls, gated by the run's budget and every call recorded.
+def run_provider(
+    run: Run, purpose: str, step_id: str = "", *, events: EventBuffer | None = None
+) -> MeteredProvider:
+    """The provider a part of `run` calls, gated by the run's budget and every call recorded;
+    a step's calls hold their events in the step's buffer, `events` (accounting.call_record).
 
     A route in "auto" tool mode that switched to prompting in an earlier step of the run starts
     switched (the question is asked only of such routes, not on every step)."""
@@ -130,7 +134,7 @@ def run_provider(run: Run, purpose: str, step_id: str = "") -> MeteredProvider:
     provider = provider_build(route)
     if route.tool_mode == "auto" and route.label in switched_routes(run):
         provider.carry_tool_mode("prompted")
-    return metered(run, step_id, provider)
+    return metered(run, step_id, provider, events=events)
 
 
 def switched_routes(run: Run) -> set[str]:

@@ -25,6 +25,7 @@ from planner_ui.core.status import (
 from planner_ui.models import Approval, ExperimentRun, Run, Step
 
 from . import sql
+from .event_buffer import EventBuffer
 from .events import event_append, events_append, owner_notify
 from .outcomes import run_outcome_set
 from .search import search_index_run
@@ -60,9 +61,10 @@ def dependencies_count(run: Run) -> None:
 
 class Carry:
     """The step a finishing worker runs next itself, if its finish made one ready: claimed for
-    it in the finish's own transaction, and sent to no queue (see steps.step_execute)."""
+    it in the finish's own transaction, its event through the finish's buffer, and sent to no
+    queue (see steps.step_execute)."""
 
-    def __init__(self, claim: Callable[[str], int | None]) -> None:
+    def __init__(self, claim: Callable[[str, EventBuffer], int | None]) -> None:
         self.claim = claim
         self.pk: int | None = None
 
@@ -72,7 +74,7 @@ def dispatch_ready(run: Run) -> list[str]:
     its own dependents as it counts them down: _count_down)."""
     if not _may_dispatch(run):
         return []
-    return _dispatch(run, _queue_ready(run.pk), None)
+    return _dispatch(run, _queue_ready(run.pk), None, None)
 
 
 def _may_dispatch(run: Run) -> bool:
@@ -80,13 +82,20 @@ def _may_dispatch(run: Run) -> bool:
     return not (run.replanning or run.paused_at)
 
 
-def _dispatch(run: Run, ready: list[str], carry: Carry | None) -> list[str]:
-    """Hand steps just moved to queued on: their events, the carried one to the caller, the
-    rest to the queue once the transaction commits."""
-    events_append(run.pk, [(EventType.STEP_QUEUED, {}, step_id) for step_id in ready])
+def _dispatch(
+    run: Run, ready: list[str], carry: Carry | None, events: EventBuffer | None
+) -> list[str]:
+    """Hand steps just moved to queued on: their events (through a finish's buffer, if one
+    queued them), the carried one to the caller, the rest to the queue once the transaction
+    commits."""
+    queued = [(EventType.STEP_QUEUED, {}, step_id) for step_id in ready]
+    if events is None:
+        events_append(run.pk, queued)
+    else:
+        events.append_all(run.pk, queued)
     sent = ready
     if carry is not None and ready:
-        carry.pk = carry.claim(ready[0])
+        carry.pk = carry.claim(ready[0], events or EventBuffer())
         if carry.pk is not None:
             sent = ready[1:]
     for step_id in sent:
@@ -174,18 +183,23 @@ def step_settled(
     error: str,
     carry: Carry | None = None,
     shared: bool = False,
+    events: EventBuffer | None = None,
 ) -> None:
     """After a step's result is recorded: queue what it unblocks, re-plan around a failure, or
     skip what is left; then close the run if nothing is left to do.
 
     `shared`: the caller holds the run's row in a shared lock (steps.step_finish: other steps
     finish meanwhile, steering waits), enough to queue a step's children; what would change
-    the run raises RunChanges instead."""
+    the run raises RunChanges instead.
+
+    `events`: the finish's buffer. The events of the steps it queues go through it, to be
+    numbered at the shared finish's end; the rest, appended only under the run's row lock,
+    come after the finish's own event, which took the step's held events already."""
     if run.status != RunStatus.RUNNING:
         return
     if status == StepStatus.SUCCEEDED:
         ready, waiting = _count_down(run, dependents)
-        if _dispatch(run, ready, carry) or waiting:
+        if _dispatch(run, ready, carry, events) or waiting:
             return  # what it queued, or what still waits on other steps, is left to run
         if shared:
             # Two last steps that finished side by side would each see the other running.
@@ -286,12 +300,13 @@ def _status_payload(run: Run) -> dict[str, str]:
     }
 
 
-def run_end(run: Run, status: RunStatus, reason: str) -> None:
+def run_end(run: Run, status: RunStatus, reason: str, *, events: EventBuffer | None = None) -> None:
     """End a run early (failed or cancelled).
 
     What has not started is skipped (queued tasks find the run over and do nothing), pending
     approvals are withdrawn, a re-plan in progress is abandoned, and a running step stops at
-    its next call and records why."""
+    its next call and records why. `events`: the buffer of the step that ends it (its budget
+    spent), whose held events go first."""
     run.move_to(status)
     run.error = reason
     run.finished_at = timezone.now()
@@ -304,26 +319,35 @@ def run_end(run: Run, status: RunStatus, reason: str) -> None:
         only_from={StepStatus.PENDING, StepStatus.QUEUED, StepStatus.WAITING},
         error=f"not run: {reason}",
     )
-    approvals_withdraw(run.pk, reason)
+    approvals_withdraw(run.pk, reason, events=events)
     search_index_run(run)
-    event_append(run.pk, EventType.RUN_STATUS, _status_payload(run))
+    if events is None:
+        event_append(run.pk, EventType.RUN_STATUS, _status_payload(run))
+    else:
+        events.append(run.pk, EventType.RUN_STATUS, _status_payload(run))
     _experiment_tell(run)
 
 
-def run_fail(run_id: int, reason: str) -> None:
-    """Fail a run that is not finished yet, with the reason; takes the lock itself."""
+def run_fail(run_id: int, reason: str, *, events: EventBuffer | None = None) -> None:
+    """Fail a run that is not finished yet, with the reason; takes the lock itself. `events`:
+    as run_end's."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         if not run.is_finished:
-            run_end(run, RunStatus.FAILED, reason)
+            run_end(run, RunStatus.FAILED, reason, events=events)
 
 
-def approvals_withdraw(run_id: int, reason: str) -> int:
-    """Withdraw every pending approval of a run that ended; returns how many."""
+def approvals_withdraw(run_id: int, reason: str, *, events: EventBuffer | None = None) -> int:
+    """Withdraw every pending approval of a run that ended; returns how many. `events`: as
+    run_end's."""
     count = Approval.objects.filter(run_id=run_id, state=Approval.State.PENDING).update(
         state=Approval.State.WITHDRAWN, reason=reason, decided_at=timezone.now()
     )
     if count:
-        event_append(run_id, EventType.APPROVAL_WITHDRAWN, {"count": count, "reason": reason})
+        withdrawn = {"count": count, "reason": reason}
+        if events is None:
+            event_append(run_id, EventType.APPROVAL_WITHDRAWN, withdrawn)
+        else:
+            events.append(run_id, EventType.APPROVAL_WITHDRAWN, withdrawn)
         owner_notify(run_id)
     return count

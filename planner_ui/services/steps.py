@@ -31,13 +31,8 @@ from planner_ui.selectors.tools import tools_for_step
 from . import sql
 from .approvals import approval_find
 from .baselines import is_single_agent
-from .events import (
-    event_append,
-    events_at_end,
-    events_held,
-    events_held_again,
-    events_stored,
-)
+from .event_buffer import EventBuffer
+from .events import event_append, events_stored
 from .files import workspace_checkout, workspace_drop
 from .gate import tool_context, tool_runner
 from .leases import step_heartbeat
@@ -75,8 +70,10 @@ def _claim(
     began: datetime | None = None,
     redelivered: bool = False,
     carried_from: str = "",
+    events: EventBuffer | None = None,
 ) -> int | None:
-    """The claim itself, in the caller's transaction: the step's key, or None."""
+    """The claim itself, in the caller's transaction: the step's key, or None. A carry-on's
+    claim appends its event through its finish's buffer (numbered at the finish's end)."""
     # Stamped once this worker holds the database's write lock, as the finish is.
     now = timezone.now()
     claimable, params = _claimable(run_id, step_id, worker, now, redelivered)
@@ -95,7 +92,10 @@ def _claim(
         return None
     ((pk, attempts),) = claimed
     started = {"attempt": attempts, **_started(now, began, worker, carried_from)}
-    event_append(run_id, EventType.STEP_STARTED, started, step_id=step_id)
+    if events is None:
+        event_append(run_id, EventType.STEP_STARTED, started, step_id=step_id)
+    else:
+        events.append(run_id, EventType.STEP_STARTED, started, step_id=step_id)
     return pk
 
 
@@ -226,7 +226,7 @@ _CLAIM_WHOLE = (
 )
 # PostgreSQL, a carried step's claim (rule 7), inside its parent's finish: _CLAIM's, with the
 # step, its run (as the finish's statements see it) and its parents' outputs (its parent's just
-# written) in _CLAIM_WHOLE's shape; its event goes with the finish's (events_at_end).
+# written) in _CLAIM_WHOLE's shape; its event goes with the finish's (EventBuffer.at_end).
 _CLAIM_CARRIED = (
     f"UPDATE {sql.table(Step)} AS claimed SET status = %s, attempts = attempts + 1, "
     "started_at = %s, heartbeat_at = statement_timestamp(), worker = %s "
@@ -319,9 +319,12 @@ def step_execute(
         carried_from = step_id
     while step is not None:
         began = time.monotonic()
-        with step_heartbeat(run_id, step.step_id, worker), events_held():
+        # The step's waiting events: what is still held when it ends is stored then, and a
+        # failure to store it is raised (docs/write-protocol.md, rule 10); a step its finish
+        # claimed to carry on to is then the sweep's to take over, as a dead process's is.
+        with step_heartbeat(run_id, step.step_id, worker), EventBuffer() as events:
             carry_on = began - started < carry_for_s
-            carried = _execute(step, worker, carry_on=carry_on)
+            carried = _execute(step, worker, events, carry_on=carry_on)
         if carried_from:
             # The task's own line in the worker's log (agentsite.worker_log) names the step it
             # was sent for, with the time of everything it ran; each step carried on to, here.
@@ -359,23 +362,25 @@ def _carried_take_over(run_id: int, step_id: str, worker: str) -> Step | None:
     return None
 
 
-def _execute(step: Step, worker: str, *, carry_on: bool = False) -> Step | None:
+def _execute(
+    step: Step, worker: str, events: EventBuffer, *, carry_on: bool = False
+) -> Step | None:
     """The step's work, then its end; the key of the step its end claimed for this process to
-    run next (with `carry_on`), if any."""
+    run next (with `carry_on`), if any. Every event of the step goes through `events`."""
     run, run_id, step_id = step.run, step.run_id, step.step_id
 
     def on_event(type: str, payload: dict) -> None:
-        event_append(run_id, type, payload, step_id=step_id)
+        events.append(run_id, type, payload, step_id=step_id)
 
     provider = None  # stays None when choosing the provider is what failed
     live_text = text_broadcaster(run_id, step_id)
     workspace = None
     try:
         if step.step_id == SYNTHESIS_STEP_ID:
-            provider = run_provider(run, "synthesizer", step_id)
+            provider = run_provider(run, "synthesizer", step_id, events=events)
             outcome = synthesize(provider, run.task, _synthesis_material(step), live_text(1))
         else:
-            provider = run_provider(run, f"executor:{step.role}", step_id)
+            provider = run_provider(run, f"executor:{step.role}", step_id, events=events)
             # The run's files, wherever they were written, in a local folder of this attempt;
             # a step granted no tool cannot touch them.
             workspace = workspace_checkout(run_id, step_id, files=bool(step.tools))
@@ -400,7 +405,7 @@ def _execute(step: Step, worker: str, *, carry_on: bool = False) -> Step | None:
                 ),
             )
     except StepPaused as paused:
-        step_pause(run_id, step_id, paused, worker=worker)
+        step_pause(run_id, step_id, paused, worker=worker, events=events)
         return
     except RunStopped as exc:
         step_finish(
@@ -410,11 +415,17 @@ def _execute(step: Step, worker: str, *, carry_on: bool = False) -> Step | None:
             model=getattr(provider, "label", ""),
             stopped=True,
             worker=worker,
+            events=events,
         )
         return
     except AgentError as exc:
         step_finish(
-            run_id, step_id, error=str(exc), model=getattr(provider, "label", ""), worker=worker
+            run_id,
+            step_id,
+            error=str(exc),
+            model=getattr(provider, "label", ""),
+            worker=worker,
+            events=events,
         )
         return
     except Exception as exc:  # a bug must fail the step visibly, not leave it running forever
@@ -424,6 +435,7 @@ def _execute(step: Step, worker: str, *, carry_on: bool = False) -> Step | None:
             step_id,
             error=f"internal error: {type(exc).__name__}: {exc}",
             worker=worker,
+            events=events,
         )
         return
     finally:
@@ -431,7 +443,15 @@ def _execute(step: Step, worker: str, *, carry_on: bool = False) -> Step | None:
             workspace_drop(workspace)
     loaded: dict[int, Step] = {}
     carry = Carry(_carry_claim(run_id, step_id, worker, loaded)) if carry_on else None
-    step_finish(run_id, step_id, outcome=outcome, model=provider.label, worker=worker, carry=carry)
+    step_finish(
+        run_id,
+        step_id,
+        outcome=outcome,
+        model=provider.label,
+        worker=worker,
+        carry=carry,
+        events=events,
+    )
     if carry is None or carry.pk is None:
         return None
     # Read by the claim on PostgreSQL; elsewhere once the finish has let go of the write lock.
@@ -440,14 +460,15 @@ def _execute(step: Step, worker: str, *, carry_on: bool = False) -> Step | None:
 
 def _carry_claim(
     run_id: int, parent: str, worker: str, loaded: dict[int, Step]
-) -> Callable[[str], int | None]:
-    """How a finish claims, in its own transaction, the step it makes ready for this process;
-    on PostgreSQL the step, its run and its parents' outputs come back with the claim, into
-    `loaded`, rather than in two more round trips once the finish commits."""
+) -> Callable[[str, EventBuffer], int | None]:
+    """How a finish claims, in its own transaction, the step it makes ready for this process,
+    its event through the finish's buffer; on PostgreSQL the step, its run and its parents'
+    outputs come back with the claim, into `loaded`, rather than in two more round trips once
+    the finish commits."""
 
-    def claim(step_id: str) -> int | None:
+    def claim(step_id: str, events: EventBuffer) -> int | None:
         if connection.vendor != "postgresql":
-            return _claim(run_id, step_id, worker, carried_from=parent)
+            return _claim(run_id, step_id, worker, carried_from=parent, events=events)
         now = timezone.now()
         found = sql.rows(
             _CLAIM_CARRIED,
@@ -459,7 +480,7 @@ def _carry_claim(
         step = _whole_claimed(found[0])
         loaded[step.pk] = step
         started = {"attempt": step.attempts, **_started(now, None, worker, parent)}
-        event_append(run_id, EventType.STEP_STARTED, started, step_id=step_id)
+        events.append(run_id, EventType.STEP_STARTED, started, step_id=step_id)
         return step.pk
 
     return claim
@@ -473,8 +494,16 @@ def _whole_claimed(row: tuple[Any, ...]) -> Step:
     return step
 
 
-def step_pause(run_id: int, step_id: str, paused: StepPaused, *, worker: str = "") -> None:
-    """Park a step before a call that waits for a person; it holds no worker meanwhile."""
+def step_pause(
+    run_id: int,
+    step_id: str,
+    paused: StepPaused,
+    *,
+    worker: str = "",
+    events: EventBuffer | None = None,
+) -> None:
+    """Park a step before a call that waits for a person; it holds no worker meanwhile. Its
+    event goes through the step's buffer, after the step's held events."""
     with transaction.atomic():
         Run.objects.select_for_update().get(pk=run_id)
         moved = _held(Step.objects.filter(run_id=run_id, step_id=step_id), worker).move_to(
@@ -483,12 +512,11 @@ def step_pause(run_id: int, step_id: str, paused: StepPaused, *, worker: str = "
             checkpoint=paused.checkpoint.to_json(),
         )
         if moved:
-            event_append(
-                run_id,
-                EventType.STEP_WAITING,
-                {"tool": paused.call.name, "arguments": paused.call.arguments},
-                step_id=step_id,
-            )
+            waiting = {"tool": paused.call.name, "arguments": paused.call.arguments}
+            if events is None:
+                event_append(run_id, EventType.STEP_WAITING, waiting, step_id=step_id)
+            else:
+                events.append(run_id, EventType.STEP_WAITING, waiting, step_id=step_id)
     live_text_clear(run_id, step_id)
     # Decided while this worker was still parking the step: resume it now, as the decision's
     # own attempt to resume found it still running. The very decision the step waits for: an
@@ -510,12 +538,16 @@ def step_finish(
     stopped: bool = False,
     worker: str = "",
     carry: Carry | None = None,
+    events: EventBuffer | None = None,
 ) -> None:
     """Record a step's result, then queue what it unblocks or close the run.
 
     `stopped` means the run ended under the step (cancelled, budget spent): it is skipped with
     the reason rather than failed. With `worker`, only while that worker holds the step: one
-    that stalled past its lease and was taken over records nothing."""
+    that stalled past its lease and was taken over records nothing. Its events go through the
+    step's buffer, `events` (its held events first), or a buffer of its own."""
+    if events is None:
+        events = EventBuffer()
     if outcome is not None:
         # Tokens and cost were added call by call (services.accounting).
         status, column, text = StepStatus.SUCCEEDED, "output", outcome.output
@@ -530,9 +562,9 @@ def step_finish(
             carry.pk = None  # what a try that started over claimed was rolled back
         # A try rolled back gives back the held events it took, for the next one.
         with (
-            events_held_again(),
+            events.given_back_on_rollback(),
             transaction.atomic(),
-            events_at_end(run_id) if shared else nullcontext(),
+            events.at_end(run_id) if shared else nullcontext(),
         ):
             lock: sql.Lock = "key share" if shared else "update"
             locked_here = connection.vendor == "postgresql"
@@ -559,7 +591,7 @@ def step_finish(
                 run = sql.instance_of(Run, [run_id, *state], fields=_RUN_STATE)
             if status == StepStatus.SUCCEEDED:
                 started_at = sql.datetime_of(started_at)
-                event_append(
+                events.append(
                     run_id,
                     EventType.STEP_SUCCEEDED,
                     {
@@ -575,9 +607,9 @@ def step_finish(
                     step_id=step_id,
                 )
             elif status == StepStatus.SKIPPED:
-                event_append(run_id, EventType.STEP_SKIPPED, {"reason": error}, step_id=step_id)
+                events.append(run_id, EventType.STEP_SKIPPED, {"reason": error}, step_id=step_id)
             else:
-                event_append(run_id, EventType.STEP_FAILED, {"error": error}, step_id=step_id)
+                events.append(run_id, EventType.STEP_FAILED, {"error": error}, step_id=step_id)
             step_settled(
                 run,
                 step_id,
@@ -586,6 +618,7 @@ def step_finish(
                 error=error,
                 carry=carry,
                 shared=shared,
+                events=events,
             )
         return True
 

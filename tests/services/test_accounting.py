@@ -18,7 +18,7 @@ from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import ModelCall, Run, Step
 from planner_ui.providers.metered import CallRecord
 from planner_ui.services.accounting import call_record
-from planner_ui.services.events import event_append, events_held
+from planner_ui.services.event_buffer import EventBuffer
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 
 from .test_runs import drive, planned
@@ -196,14 +196,14 @@ def test_a_steps_call_is_one_statement_on_postgresql_and_its_event_goes_with_the
         stop_reason="end_turn",
     )
     budget = run.budget  # as a step's metered provider passes it, read once per step
-    with events_held():
+    with EventBuffer() as events:
         with CaptureQueriesContext(connection) as queries:
-            call_record(run.pk, "a", call, budget=budget)
+            call_record(run.pk, "a", call, budget=budget, events=events)
         if connection.vendor == "postgresql":
             # The call and its step's and run's totals, with no BEGIN and COMMIT around.
             assert len(queries) == 1, [q["sql"] for q in queries]
         assert not run.events.exists()  # its event waits for the step's next
-        event_append(run.pk, "step.skipped", {"reason": "the run was cancelled"}, step_id="a")
+        events.append(run.pk, "step.skipped", {"reason": "the run was cancelled"}, step_id="a")
     # A call of no step's (the planner's) adds to the run only; its event is stored at once.
     call_record(run.pk, "", call, budget=budget)
     run.refresh_from_db()

@@ -18,7 +18,8 @@ from planner_ui.models import Run, RunEvent, Step
 from planner_ui.providers.metered import CallRecord
 from planner_ui.services import sql
 from planner_ui.services.accounting import call_record
-from planner_ui.services.events import event_append, events_held
+from planner_ui.services.event_buffer import EventBuffer
+from planner_ui.services.events import event_append
 from planner_ui.services.scheduler import dependencies_count
 from planner_ui.services.steps import step_claim, step_finish
 
@@ -364,9 +365,9 @@ def test_a_finish_the_server_fails_to_break_a_deadlock_goes_again(make_user):
     other.start()
     assert holding.wait(timeout=10)
     finish_waits.set()
-    with events_held():  # as a worker runs a step: its call's event waits for its end
-        call_record(run.pk, "a", _offline_call())
-        step_finish(run.pk, "a", outcome=StepOutcome(output="done"))
+    with EventBuffer() as events:  # as a worker runs a step: its call's event waits for its end
+        call_record(run.pk, "a", _offline_call(), events=events)
+        step_finish(run.pk, "a", outcome=StepOutcome(output="done"), events=events)
     other.join(timeout=30)
     assert errors == []
     steps = {s.step_id: s for s in Step.objects.filter(run=run)}

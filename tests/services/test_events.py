@@ -7,7 +7,8 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from planner_ui.models import Run, RunEvent
-from planner_ui.services.events import event_append, events_append, events_at_end, events_held
+from planner_ui.services.event_buffer import EventBuffer
+from planner_ui.services.events import event_append, events_append
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db(transaction=True)]
 
@@ -20,12 +21,13 @@ def test_events_held_to_the_end_of_a_block_are_numbered_and_stored_there(make_us
     owner = make_user()
     run, other = (Run.objects.create(owner=owner, task=t) for t in ("t", "u"))
     event_append(run.pk, "plan.invalid", _invalid(0))
-    with transaction.atomic(), events_at_end(run.pk):
-        first = event_append(run.pk, "plan.invalid", _invalid(1))
+    events = EventBuffer()
+    with transaction.atomic(), events.at_end(run.pk):
+        first = events.append(run.pk, "plan.invalid", _invalid(1))
         assert RunEvent.objects.filter(run=run).count() == 1  # held, not stored yet
-        event_append(other.pk, "plan.invalid", _invalid(1))  # another run's: at once
+        events.append(other.pk, "plan.invalid", _invalid(1))  # another run's: at once
         assert RunEvent.objects.filter(run=other).count() == 1
-        second = event_append(run.pk, "plan.invalid", _invalid(2))
+        second = events.append(run.pk, "plan.invalid", _invalid(2))
     assert (first.seq, second.seq) == (2, 3)
     stored = RunEvent.objects.filter(run=run).values_list("seq", "payload__attempt")
     assert list(stored) == [(1, 0), (2, 1), (3, 2)]
@@ -35,8 +37,9 @@ def test_events_held_to_the_end_of_a_block_are_numbered_and_stored_there(make_us
 
 def test_a_block_that_raises_stores_and_numbers_none_of_its_events(make_user):
     run = Run.objects.create(owner=make_user(), task="t")
-    with pytest.raises(RuntimeError), transaction.atomic(), events_at_end(run.pk):
-        event_append(run.pk, "plan.invalid", _invalid(1))
+    events = EventBuffer()
+    with pytest.raises(RuntimeError), transaction.atomic(), events.at_end(run.pk):
+        events.append(run.pk, "plan.invalid", _invalid(1))
         raise RuntimeError("rolled back")
     event_append(run.pk, "plan.invalid", _invalid(2))
     assert list(RunEvent.objects.filter(run=run).values_list("seq", "payload__attempt")) == [(1, 2)]
@@ -62,48 +65,49 @@ def _logged(run: Run) -> list[tuple[int, int]]:
     return list(RunEvent.objects.filter(run=run).values_list("seq", "payload__attempt"))
 
 
-def _hold(run: Run, attempt: int) -> list[RunEvent]:
-    return events_append(run.pk, [("plan.invalid", _invalid(attempt), "")], hold=True)
+def _hold(events: EventBuffer, run: Run, attempt: int) -> None:
+    events.hold(run.pk, [("plan.invalid", _invalid(attempt), "")])
 
 
 def test_a_held_event_is_stored_just_before_the_next_events_of_its_run(make_user):
     owner = make_user()
     run, other = (Run.objects.create(owner=owner, task=t) for t in ("t", "u"))
-    with events_held():
-        assert _hold(run, 1) == []
-        event_append(other.pk, "plan.invalid", _invalid(9))  # another run's does not take it
+    with EventBuffer() as events:
+        _hold(events, run, 1)
+        events.append(other.pk, "plan.invalid", _invalid(9))  # another run's does not take it
         assert _logged(run) == []
-        event_append(run.pk, "plan.invalid", _invalid(2))
+        events.append(run.pk, "plan.invalid", _invalid(2))
         assert _logged(run) == [(1, 1), (2, 2)]
-        event_append(run.pk, "plan.invalid", _invalid(3))
+        events.append(run.pk, "plan.invalid", _invalid(3))
     assert _logged(run) == [(1, 1), (2, 2), (3, 3)]
     assert _logged(other) == [(1, 9)]
 
 
 def test_a_held_event_goes_into_the_next_transactions_events(make_user):
     run = Run.objects.create(owner=make_user(), task="t")
-    with events_held():
-        _hold(run, 1)
-        with transaction.atomic(), events_at_end(run.pk):
-            event_append(run.pk, "plan.invalid", _invalid(2))
+    with EventBuffer() as events:
+        _hold(events, run, 1)
+        with transaction.atomic(), events.at_end(run.pk):
+            events.append(run.pk, "plan.invalid", _invalid(2))
             assert _logged(run) == []
     assert _logged(run) == [(1, 1), (2, 2)]
 
 
 def test_what_is_still_held_is_stored_when_the_block_ends(make_user):
     run = Run.objects.create(owner=make_user(), task="t")
-    with events_held():
-        _hold(run, 1)
-        _hold(run, 2)
+    with EventBuffer() as events:
+        _hold(events, run, 1)
+        _hold(events, run, 2)
         assert _logged(run) == []
     assert _logged(run) == [(1, 1), (2, 2)]
 
 
 def test_nothing_is_held_outside_a_block_nor_inside_a_transaction(make_user):
     run = Run.objects.create(owner=make_user(), task="t")
-    _hold(run, 1)
+    events = EventBuffer()
+    _hold(events, run, 1)
     assert _logged(run) == [(1, 1)]
-    with events_held():
+    with events:
         with transaction.atomic():  # it could roll back what the event tells of
-            _hold(run, 2)
+            _hold(events, run, 2)
         assert _logged(run) == [(1, 1), (2, 2)]

@@ -10,12 +10,8 @@ from django.db import connection, transaction
 
 from planner_ui.models import Run, RunEvent
 from planner_ui.services.broadcast import AfterCommit
-from planner_ui.services.events import (
-    event_append,
-    events_append,
-    events_held,
-    events_held_again,
-)
+from planner_ui.services.event_buffer import EventBuffer
+from planner_ui.services.events import event_append
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db]
 
@@ -58,14 +54,14 @@ def test_a_rollback_takes_back_the_events_their_numbers_and_their_messages(make_
 def test_held_events_a_rolled_back_try_took_are_held_again_for_the_next(make_user):
     run = Run.objects.create(owner=make_user(), task="t")
 
-    with events_held():
-        assert events_append(run.pk, [("plan.invalid", _invalid(1), "")], hold=True) == []
-        with pytest.raises(Undone), events_held_again(), transaction.atomic():
-            event_append(run.pk, "plan.invalid", _invalid(2))  # takes the held one with it
+    with EventBuffer() as events:
+        events.hold(run.pk, [("plan.invalid", _invalid(1), "")])
+        with pytest.raises(Undone), events.given_back_on_rollback(), transaction.atomic():
+            events.append(run.pk, "plan.invalid", _invalid(2))  # takes the held one with it
             assert _logged(run) == [(1, 1), (2, 2)]
             raise Undone
         assert _logged(run) == []
         with transaction.atomic():  # the next try, as a finish that starts over
-            event_append(run.pk, "plan.invalid", _invalid(3))
+            events.append(run.pk, "plan.invalid", _invalid(3))
 
     assert _logged(run) == [(1, 1), (2, 3)]
