@@ -4,9 +4,10 @@ slot run once and counted once."""
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 
 from planner_ui.core.evaluation import arm_parse, shipped_suites, suite_load
-from planner_ui.models import Experiment, ExperimentRun, Run
+from planner_ui.models import Approval, Experiment, ExperimentRun, Run
 from planner_ui.selectors.evaluations import experiment_results
 from planner_ui.services.evaluations import experiment_create
 from tests.conftest import wait_until
@@ -21,19 +22,46 @@ pytestmark = [
 FAST = {"AGENTSITE_OFFLINE_LATENCY_S": "0.5", "AGENTSITE_SWEEP_S": "2"}
 
 
+def _state(experiment: Experiment) -> str:
+    """What an experiment that did not finish is waiting for: each slot, its run, the run's
+    unfinished steps and open questions, and the end of every worker's log."""
+    lines = [f"experiment {experiment.pk}: {experiment.status}, paused_at={experiment.paused_at}"]
+    for slot in experiment.slots.select_related("run").order_by("pk"):
+        run = slot.run
+        lines.append(
+            f"slot {slot.pk} {slot.arm}/{slot.task_index}: passed={slot.passed} "
+            f"judged_end={slot.judged_end} run={run and (run.pk, run.status, run.finished_at)}"
+        )
+        if run is None or run.is_finished:
+            continue
+        lines.append(f"  replanning={run.replanning} paused={run.paused_at}")
+        for step in run.steps.exclude(status__in=["succeeded", "skipped"]):
+            lines.append(
+                f"  step {step.step_id}: {step.status} worker={step.worker} "
+                f"heartbeat={step.heartbeat_at} queued={step.queued_at}"
+            )
+        for approval in Approval.objects.filter(run=run, state=Approval.State.PENDING):
+            lines.append(f"  waits for approval {approval.call_key} ({approval.kind})")
+        for event in run.events.order_by("-seq")[:8]:
+            lines.append(f"  event {event.seq} {event.type} {event.step_id}")
+    for log in sorted(settings.VAR_DIR.glob("worker-crash*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-30:]
+        lines += [f"--- {log.name}", *tail]
+    return "\n".join(lines)
+
+
 def finish(experiment: Experiment) -> None:
     def ended() -> bool:
         experiment.refresh_from_db()
         return experiment.is_finished
 
-    wait_until(ended, timeout=240, what="the experiment to finish after the kill")
+    try:
+        wait_until(ended, timeout=240, what="the experiment to finish after the kill")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{_state(experiment)}") from None
     assert experiment.status == Experiment.Status.FINISHED
 
 
-@pytest.mark.skip(
-    reason="quarantined 2026-11-27: timed out once in a fresh-clone run (the experiment did not "
-    "finish within 240 s after the kill) and passed in the run before; not yet investigated"
-)
 def test_an_experiment_killed_mid_way_finishes_with_every_slot_counted_once(
     workers: Workers,  # noqa: F811
     make_user,
