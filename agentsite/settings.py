@@ -191,7 +191,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         # A file, not memory: the worker and Daphne processes of the tests must see it.
         "NAME": os.environ.get("AGENTSITE_TEST_DB", str(VAR_DIR / "test.sqlite3")),
     }
+# AGENTSITE_DB_ASYNC_COMMIT=true (PostgreSQL): a commit does not wait for its flush to disk
+# (synchronous_commit=off), except the outbox's, before and after an irreversible call
+# (sql.durable). Every transaction that adds to a run's log holds the run's row through its
+# commit, so the steps of a layer that finish together wait for each other's flushes, one after
+# the other: 4 to 6 ms each on this project's test machine. What a crash of the database server
+# can then lose, and what it cannot: README, "Durability on PostgreSQL".
+AGENTSITE_DB_ASYNC_COMMIT = False
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    AGENTSITE_DB_ASYNC_COMMIT = _env_bool("AGENTSITE_DB_ASYNC_COMMIT")
     # A pool of at most AGENTSITE_DB_POOL_MAX connections per process (a web server, each process
     # of a worker's pool and its main process), kept down to AGENTSITE_DB_POOL_MIN when idle. A
     # connection goes back to the pool when a request or a task is done with it: Daphne runs each
@@ -209,6 +217,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # pg_stat_activity says which machine and process holds each connection (a worker's pool
     # processes show their main process's id).
     _options.setdefault("application_name", f"agentsite {socket.gethostname()} {os.getpid()}"[:63])
+    if AGENTSITE_DB_ASYNC_COMMIT:
+        _options["options"] = f"{_options.get('options', '')} -c synchronous_commit=off".strip()
     # Behind PgBouncer in transaction mode a cursor may not outlive its transaction on the
     # server it was opened on: DATABASE_DISABLE_SERVER_SIDE_CURSORS=true (README, PgBouncer).
     DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = _env_bool(

@@ -188,7 +188,6 @@ def main(argv: list[str] | None = None) -> int:
     load_before = [round(value, 2) for value in os.getloadavg()]
     django_setup()
     from django.conf import settings
-    from django.db import connection
 
     from bench import scheduler
     from bench.websocket import Watchers
@@ -273,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             "repeat": args.repeat,
             "asgi": f"{args.asgi} x {args.asgi_processes}",
             "worker_nice": args.worker_nice,
-            "database": connection.vendor,
+            "database": _database(),
             "redis": stack.redis,
         },
         "load_average_before": load_before,
@@ -299,7 +298,6 @@ def _throughput(
     started: float,
     watchers: Any,
 ) -> int:
-    from django.db import connection
 
     from bench.throughput import throughput_measure, throughput_table
 
@@ -329,14 +327,14 @@ def _throughput(
             "slots": slots,
             "pool": args.pool,
             "workers": args.workers,
-            "database": connection.vendor,
+            "database": _database(),
             "redis": stack.redis,
         },
         "throughput": figures,
         "wall_s": round(time.monotonic() - started, 1),
     }
     path = _write(report, latest=False)
-    print(throughput_table(figures, connection.vendor, slots))
+    print(throughput_table(figures, _database(), slots))
     print(f"\nWritten to {path.relative_to(BASE_DIR)}")
     return 0
 
@@ -455,6 +453,15 @@ def _write(report: dict[str, Any], *, latest: bool = True) -> Path:
     if latest:
         (RESULTS_DIR / "latest.json").write_text(text)
     return path
+
+
+def _database() -> str:
+    """The database, and whether its commits wait for the disk (AGENTSITE_DB_ASYNC_COMMIT)."""
+    from django.conf import settings
+    from django.db import connection
+
+    async_commit = connection.vendor == "postgresql" and settings.AGENTSITE_DB_ASYNC_COMMIT
+    return f"{connection.vendor}{' (async commit)' if async_commit else ''}"
 
 
 if __name__ == "__main__":

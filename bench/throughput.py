@@ -161,7 +161,7 @@ def throughput_table(figures: dict[str, Any], database: str, slots: int) -> str:
             f"{figures['websocket']['p99_ms']} ms over {figures['websocket']['count']} "
             f"deliveries; ASGI server memory {figures['asgi_kb_per_client']} KB per client"
         )
-    if figures["database_connections_max"] is not None and database == "postgresql":
+    if figures["database_connections_max"] is not None and database.startswith("postgresql"):
         lines.append(
             f"  PostgreSQL connections held: at most {figures['database_connections_max']}"
         )

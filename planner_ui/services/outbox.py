@@ -22,6 +22,7 @@ from planner_ui.core.events import EventType
 from planner_ui.models import Approval, Run, ToolReceipt
 from planner_ui.tools import Tool, ToolContext
 
+from . import sql
 from .events import event_append
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,7 @@ def _take_over(
     done = earlier.state == ToolReceipt.State.DONE
     try:
         with transaction.atomic():
+            sql.durable()
             receipt = ToolReceipt.objects.create(
                 run_id=run_id,
                 step_id=step_id,
@@ -169,7 +171,9 @@ def _take_over(
 def perform_again(receipt: ToolReceipt, tool: Tool, ctx: ToolContext) -> tuple[str, bool]:
     """A person said a call of unknown outcome did not happen: make it again, under the same
     idempotency key, so a receiver that did get it the first time can drop this one."""
-    ToolReceipt.objects.filter(pk=receipt.pk).update(state=ToolReceipt.State.IN_FLIGHT)
+    with transaction.atomic():
+        sql.durable()
+        ToolReceipt.objects.filter(pk=receipt.pk).update(state=ToolReceipt.State.IN_FLIGHT)
     key_ctx = dataclasses.replace(ctx, idempotency_key=receipt.idempotency_key)
     content, is_error = call_tool(tool, receipt.arguments, key_ctx)
     _close(receipt, content, is_error)
@@ -215,9 +219,11 @@ def _claim(
     authorized_by: str,
     approval: Approval | None = None,
 ) -> tuple[ToolReceipt, bool]:
-    """The receipt for `key`, created in flight (and committed) if this is the first time."""
+    """The receipt for `key`, created in flight (and committed, on disk) if this is the first
+    time: a receipt a crash could take back would let the call be made twice."""
     try:
         with transaction.atomic():
+            sql.durable()
             receipt = ToolReceipt.objects.create(
                 run_id=run_id,
                 step_id=step_id,
@@ -267,7 +273,10 @@ def _reuse(receipt: ToolReceipt) -> tuple[str, bool]:
 
 
 def _close(receipt: ToolReceipt, content: str, is_error: bool) -> None:
+    """The call's result, on disk: lost, the receipt would stay in flight and a person be asked
+    about a call whose result was known."""
     with transaction.atomic():
+        sql.durable()
         ToolReceipt.objects.filter(pk=receipt.pk).update(
             state=ToolReceipt.State.DONE,
             result=content,

@@ -16,6 +16,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal, TypeVar
 
+from django.conf import settings
 from django.db import (
     DEFAULT_DB_ALIAS,
     OperationalError,
@@ -352,6 +353,20 @@ def instance_of(
             value = convert(value, expression, connection)
         values[index] = value
     return model.from_db(connection.alias, names, values)
+
+
+def durable() -> None:
+    """This transaction's commit waits for its flush to disk, whatever the connection's default
+    (AGENTSITE_DB_ASYNC_COMMIT): for what is written before and after an irreversible call,
+    which must survive a crash of the database server. A flushed commit flushes every commit
+    before it, so whatever the call depended on is on disk too. Inside a transaction only;
+    nothing to do where commits always wait (the default, and SQLite)."""
+    if not settings.AGENTSITE_DB_ASYNC_COMMIT or connection.vendor != "postgresql":
+        return
+    if not connection.in_atomic_block:
+        raise RuntimeError("sql.durable() outside a transaction would change the connection")
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL synchronous_commit = on")
 
 
 def retried(attempt: Callable[[], _T], *, tries: int = 3) -> _T:

@@ -216,6 +216,18 @@ def test_postgresql_connections_come_from_a_small_pool_per_process(tmp_path):
     assert seen["server_side_cursors"] is True
 
 
+def test_asynchronous_commits_are_asked_of_postgresql_only(tmp_path):
+    url = "postgres://agentsite@db.internal:5432/agentsite"
+    result = settings_of(tmp_path, DATABASE_URL=url, AGENTSITE_DB_ASYNC_COMMIT="true")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["options"]["options"] == "-c synchronous_commit=off"
+    durable = settings_of(tmp_path, DATABASE_URL=url)
+    assert "options" not in json.loads(durable.stdout)["options"]
+    # SQLite has no such setting: its own (WAL, synchronous=NORMAL) stands.
+    sqlite = settings_of(tmp_path, AGENTSITE_DB_ASYNC_COMMIT="true")
+    assert "synchronous=NORMAL" in json.loads(sqlite.stdout)["options"]["init_command"]
+
+
 def test_persistent_connections_beside_the_pool_are_refused_with_what_to_do(tmp_path):
     result = settings_of(
         tmp_path,
