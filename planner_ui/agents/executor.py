@@ -62,7 +62,9 @@ LiveTextFactory = Callable[[int], LiveText]
 
 @dataclass
 class StepSpec:
-    step_id: str
+    """What the executor is given of a step (its id as everywhere but the database row)."""
+
+    id: str
     title: str
     instruction: str
     role: str

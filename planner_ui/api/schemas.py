@@ -23,28 +23,15 @@ from planner_ui.core.edits import (
 )
 from planner_ui.core.outcome import RunOutcome
 from planner_ui.core.plan import MAX_STEPS
+from planner_ui.core.step_record import StepSummary, Tokens
 
 # Bounds for what a client may send: the same limits the pages have.
 TEXT = 4000
 NAME = 120
 
 
-class Tokens(Schema):
-    input: int
-    output: int
-
-
-class StepOut(Schema):
-    id: str
-    role: str
-    status: str
-    started_at: str | None
-    finished_at: str | None
-    output: str
-    error: str
-    model_calls: int
-    tokens: Tokens
-    cost_usd: str
+class StepOut(StepSummary):
+    """A step of a run: the summary of the one step shape, core.step_record."""
 
 
 class RunTokens(Tokens):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .plan import Plan
+from .step_record import graph_node
 
 # The step fields a diff compares; id is the key and depends_on shows up as edges.
 _FIELDS = ("title", "instruction", "role", "tools")
@@ -98,14 +99,7 @@ def diff_graph(old: Plan, new: Plan, conflicted: Sequence[str] = ()) -> dict[str
     ids = {s.id for s in shown}
     return {
         "nodes": [
-            {
-                "id": s.id,
-                "title": s.title,
-                "role": s.role,
-                "tools": s.tools,
-                "status": "skipped" if s.id in diff.removed else "pending",
-            }
-            for s in shown
+            graph_node(s, status="skipped" if s.id in diff.removed else "pending") for s in shown
         ],
         "edges": [
             {"source": dep, "target": s.id} for s in shown for dep in s.depends_on if dep in ids

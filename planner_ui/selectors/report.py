@@ -22,6 +22,7 @@ from planner_ui.models import Run
 from planner_ui.rendering import markdown_inert, markdown_to_safe_html
 
 from .run_json import run_json
+from .step_record import step_record
 from .timeline import run_timing
 
 
@@ -36,19 +37,11 @@ def run_report(run: Run) -> dict[str, Any]:
     ).values_list("step_id", "type", "payload", "created_at"):
         calls.setdefault(step_id, []).append({"type": kind, "at": _iso(at), **payload})
     report = run_json(run)
-    steps = {s.step_id: s for s in run.steps.all()}
-    for entry in report["steps"]:
-        step = steps[entry["id"]]
-        entry.update(
-            title=step.title,
-            instruction=step.instruction,
-            tools=step.tools,
-            depends_on=step.depends_on,
-            attempts=step.attempts,
-            worker=step.worker,
-            model=step.model,
-            tool_calls=calls.get(step.step_id, []),
-        )
+    # The whole of each step's record, where run_json gives its summary.
+    report["steps"] = [
+        {**step_record(s).model_dump(), "tool_calls": calls.get(s.step_id, [])}
+        for s in run.steps.all()
+    ]
     timing = run_timing(run)
     report.update(
         task=run.task,

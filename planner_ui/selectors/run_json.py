@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner_ui.core.step_record import StepSummary
 from planner_ui.models import Run
+
+from .step_record import iso, step_record
+
+SUMMARY_FIELDS = set(StepSummary.model_fields)
 
 
 def run_json(run: Run) -> dict[str, Any]:
-    def iso(value: Any) -> str | None:
-        return value.isoformat() if value else None
-
     current = run.plan_versions.order_by("-number").values_list("number", flat=True).first()
     return {
         "run_id": run.pk,
@@ -28,21 +30,8 @@ def run_json(run: Run) -> dict[str, Any]:
         "executor_model": run.executor_model,
         "routes": run.routes,
         "allowed_hosts": run.allowed_hosts,
-        "steps": [
-            {
-                "id": s.step_id,
-                "role": s.role,
-                "status": s.status,
-                "started_at": iso(s.started_at),
-                "finished_at": iso(s.finished_at),
-                "output": s.output,
-                "error": s.error,
-                "model_calls": s.model_calls,
-                "tokens": {"input": s.tokens_in, "output": s.tokens_out},
-                "cost_usd": str(s.cost_usd),
-            }
-            for s in run.steps.all()
-        ],
+        # Each step's summary (core.step_record): the report adds the rest of the record.
+        "steps": [step_record(s).model_dump(include=SUMMARY_FIELDS) for s in run.steps.all()],
         "result": run.result,
         # One sentence per loss when the run succeeded with warnings.
         "warnings": run.warnings,

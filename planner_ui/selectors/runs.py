@@ -15,11 +15,13 @@ from planner_ui.core.plan import Plan
 from planner_ui.core.replan import changed_steps
 from planner_ui.core.search import search_terms
 from planner_ui.core.status import RunStatus
+from planner_ui.core.step_record import graph_node
 from planner_ui.models import Approval, PlanTemplate, Run, RunEvent, SearchDocument
 from planner_ui.tools import Tool
 
 from .estimate import critical_step_ids
 from .search import matching
+from .step_record import step_record
 from .tools import tools_for_run
 
 # The history's filter beside the outcomes: runs that have not finished yet.
@@ -128,22 +130,18 @@ def run_graph(run: Run, tools: Mapping[str, Tool] | None = None) -> dict[str, li
     tools = tools_for_run(run) if tools is None else tools
     return {
         "nodes": [
-            {
-                "id": s.step_id,
-                "title": s.title,
-                "role": s.role,
-                "tools": s.tools,
+            graph_node(
+                step_record(s),
                 # The irreversible ones, by effect: the graph marks the steps that hold them.
-                "effects": {
+                effects={
                     t: str(tools[t].effect) for t in s.tools if t in tools and tools[t].irreversible
                 },
-                "status": s.status,
                 # On the chain with the most model calls one after another (core.estimate).
-                "critical": s.step_id in on_path,
+                critical=s.step_id in on_path,
                 # What the last re-plan added or changed, and why, for the node's tooltip.
-                "revised": revised.get(s.step_id, ""),
-                "error": s.error[:300],
-            }
+                revised=revised.get(s.step_id, ""),
+                error=s.error[:300],
+            )
             for s in steps
         ],
         "edges": [

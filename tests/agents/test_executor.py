@@ -27,7 +27,7 @@ Events = list[tuple[str, dict[str, Any]]]
 
 def step(*tools: str, role: str = "coder", instruction: str = "Compute 6 * 7.") -> StepSpec:
     return StepSpec(
-        step_id="compute", title="Compute", instruction=instruction, role=role, tools=list(tools)
+        id="compute", title="Compute", instruction=instruction, role=role, tools=list(tools)
     )
 
 

@@ -59,7 +59,7 @@ def test_an_executor_step_with_the_calculator(server, tmp_path: Path):
     )
     server.enqueue_text("6 * 7 = 42", prompt_tokens=150, completion_tokens=6)
     spec = StepSpec(
-        step_id="compute",
+        id="compute",
         title="Compute",
         instruction="Compute 6 * 7.",
         role="coder",
