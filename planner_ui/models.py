@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -287,6 +288,16 @@ class Step(models.Model):
     )
 
     objects = StepQuerySet.as_manager()
+
+    # Not columns: what views.runs sets on each step it shows a card of (_step_card.html).
+    calls: list[dict[str, Any]]
+    approvals: list[Approval]
+    output_long: bool
+    editable: bool
+    locked_reason: str
+    retryable: bool
+    forkable: bool
+    worker_lost: bool
 
     class Meta:
         ordering = ["run", "position"]
@@ -617,6 +628,10 @@ class McpServer(models.Model):
     # What the last check found wrong with the server itself (it did not start, ...).
     problem = models.TextField(blank=True)
 
+    # Not columns: what views.mcp sets on each server it lists, for its page.
+    manageable: bool
+    pinned: list[McpServerTool]
+
     class Meta:
         ordering = ["name"]
         constraints = [
@@ -661,6 +676,13 @@ class McpServerTool(models.Model):
     pending_description = models.TextField(blank=True)
     pending_schema = models.JSONField(null=True, blank=True)
     pending_digest = models.CharField(max_length=64, blank=True)
+
+    # Not columns: what views.mcp sets on each tool it lists, for its page.
+    granted_as: str
+    held: bool
+    review_digest: str
+    schema_text: str
+    pending_schema_text: str
 
     class Meta:
         ordering = ["server", "name"]

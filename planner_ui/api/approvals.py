@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.http import Http404, HttpRequest
+from django.http import Http404
 from ninja import Query, Router, Schema
 from pydantic import Field
 
@@ -14,6 +14,7 @@ from planner_ui.core.bounds import RowId
 from planner_ui.models import Approval
 from planner_ui.selectors.approvals import approval_get_for_user, inbox_for_user
 from planner_ui.services.approvals import approval_decide
+from planner_ui.signed_in import SignedInRequest
 
 from .schemas import ApprovalOut, DecisionIn
 
@@ -44,13 +45,13 @@ class InboxQuery(Schema):
 
 
 @router.get("/approvals", response=list[ApprovalOut], summary="Requests waiting for you")
-def pending(request: HttpRequest, query: Query[InboxQuery]) -> list[dict[str, Any]]:
+def pending(request: SignedInRequest, query: Query[InboxQuery]) -> list[dict[str, Any]]:
     inbox = inbox_for_user(request.user, run_id=query.run, tool=query.tool)
     return [approval_out(a) for a in inbox["pending"]]
 
 
 @router.post("/approvals/{approval_id}/decide", response=ApprovalOut, summary="Decide one")
-def decide(request: HttpRequest, approval_id: int, payload: DecisionIn) -> dict[str, Any]:
+def decide(request: SignedInRequest, approval_id: int, payload: DecisionIn) -> dict[str, Any]:
     approval = approval_get_for_user(request.user, approval_id)
     if approval is None:
         raise Http404("No such approval request.")

@@ -7,7 +7,6 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from pydantic import Field
 
@@ -34,6 +33,7 @@ from planner_ui.services.evaluations import (
     experiment_resume,
     suite_save,
 )
+from planner_ui.signed_in import SignedInRequest
 
 router = Router(tags=["evaluations"])
 
@@ -96,28 +96,28 @@ def _suite_out(row: Any) -> dict[str, Any]:
 
 
 @router.get("/suites", response=list[SuiteOut], summary="Your suites")
-def suites(request: HttpRequest) -> list[dict[str, Any]]:
+def suites(request: SignedInRequest) -> list[dict[str, Any]]:
     return [_suite_out(row) for row in suite_list_for_user(request.user)]
 
 
 @router.post("/suites", response={201: SuiteOut}, summary="Store a suite")
-def suite_create(request: HttpRequest, payload: SuiteIn) -> Status:
+def suite_create(request: SignedInRequest, payload: SuiteIn) -> Status[dict[str, Any]]:
     return Status(201, _suite_out(suite_save(request.user, payload.content)))
 
 
 @router.get("/suites/{suite_id}", response=SuiteOut, summary="A suite")
-def suite_detail(request: HttpRequest, suite_id: int) -> dict[str, Any]:
+def suite_detail(request: SignedInRequest, suite_id: int) -> dict[str, Any]:
     return _suite_out(suite_get_for_user(request.user, suite_id))
 
 
 @router.put("/suites/{suite_id}", response=SuiteOut, summary="Replace a suite's text")
-def suite_update(request: HttpRequest, suite_id: int, payload: SuiteIn) -> dict[str, Any]:
+def suite_update(request: SignedInRequest, suite_id: int, payload: SuiteIn) -> dict[str, Any]:
     row = suite_get_for_user(request.user, suite_id)
     return _suite_out(suite_save(request.user, payload.content, row))
 
 
 @router.post("/experiments", response={201: dict[str, Any]}, summary="Start an experiment")
-def experiment_start(request: HttpRequest, payload: ExperimentIn) -> Status:
+def experiment_start(request: SignedInRequest, payload: ExperimentIn) -> Status[dict[str, Any]]:
     if (payload.suite_id is None) == (payload.suite is None):
         raise EvaluationError("Give either suite_id or suite.")
     row = suite_get_for_user(request.user, payload.suite_id) if payload.suite_id else None
@@ -138,7 +138,7 @@ def experiment_start(request: HttpRequest, payload: ExperimentIn) -> Status:
 
 
 @router.get("/experiments", response=list[ExperimentSummary], summary="Your experiments")
-def experiments(request: HttpRequest) -> list[dict[str, Any]]:
+def experiments(request: SignedInRequest) -> list[dict[str, Any]]:
     return [
         {
             "experiment_id": e.pk,
@@ -156,7 +156,7 @@ def experiments(request: HttpRequest) -> list[dict[str, Any]]:
     response=dict[str, Any],
     summary="An experiment's results: figures per arm with ratios, every slot's run",
 )
-def experiment_detail(request: HttpRequest, experiment_id: int) -> dict[str, Any]:
+def experiment_detail(request: SignedInRequest, experiment_id: int) -> dict[str, Any]:
     return experiment_results(experiment_get_for_user(request.user, experiment_id)).as_dict()
 
 
@@ -165,7 +165,7 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> dict[str, Any
     response=dict[str, Any],
     summary="Start nothing more and cancel the runs still going",
 )
-def experiment_stop(request: HttpRequest, experiment_id: int) -> dict[str, Any]:
+def experiment_stop(request: SignedInRequest, experiment_id: int) -> dict[str, Any]:
     experiment = experiment_get_for_user(request.user, experiment_id)
     return experiment_results(experiment_cancel(experiment.pk, request.user)).as_dict()
 
@@ -175,7 +175,7 @@ def experiment_stop(request: HttpRequest, experiment_id: int) -> dict[str, Any]:
     response=dict[str, Any],
     summary="Start no new run, and pause the runs going",
 )
-def experiment_pause_api(request: HttpRequest, experiment_id: int) -> dict[str, Any]:
+def experiment_pause_api(request: SignedInRequest, experiment_id: int) -> dict[str, Any]:
     experiment = experiment_get_for_user(request.user, experiment_id)
     return experiment_results(experiment_pause(experiment.pk, request.user)).as_dict()
 
@@ -185,6 +185,6 @@ def experiment_pause_api(request: HttpRequest, experiment_id: int) -> dict[str, 
     response=dict[str, Any],
     summary="Go on after a pause",
 )
-def experiment_resume_api(request: HttpRequest, experiment_id: int) -> dict[str, Any]:
+def experiment_resume_api(request: SignedInRequest, experiment_id: int) -> dict[str, Any]:
     experiment = experiment_get_for_user(request.user, experiment_id)
     return experiment_results(experiment_resume(experiment.pk, request.user)).as_dict()

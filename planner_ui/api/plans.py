@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.http import Http404, HttpRequest
+from django.http import Http404
 from ninja import Router, Status
 
 from planner_ui.core.diff import plan_diff
@@ -16,6 +16,7 @@ from planner_ui.selectors.run_json import run_json
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.services.plans import plan_edit, plan_import
 from planner_ui.services.runs import run_approve_plan
+from planner_ui.signed_in import SignedInRequest
 
 from .schemas import ApproveIn, DiffOut, PlanEditIn, PlanImportIn, PlanVersionOut, RunOut, edit_of
 
@@ -42,7 +43,7 @@ def _version(run: Run, number: int | None) -> PlanVersion:
 
 
 @router.get("/runs/{run_id}/plan", response=PlanVersionOut, summary="The current plan")
-def current(request: HttpRequest, run_id: int) -> dict[str, Any]:
+def current(request: SignedInRequest, run_id: int) -> dict[str, Any]:
     run = run_get_for_user(request.user, run_id)
     return version_out(run, _version(run, None))
 
@@ -50,7 +51,7 @@ def current(request: HttpRequest, run_id: int) -> dict[str, Any]:
 @router.get(
     "/runs/{run_id}/plan/versions/{number}", response=PlanVersionOut, summary="One plan version"
 )
-def version(request: HttpRequest, run_id: int, number: int) -> dict[str, Any]:
+def version(request: SignedInRequest, run_id: int, number: int) -> dict[str, Any]:
     run = run_get_for_user(request.user, run_id)
     return version_out(run, _version(run, number))
 
@@ -60,7 +61,7 @@ def version(request: HttpRequest, run_id: int, number: int) -> dict[str, Any]:
     response={201: PlanVersionOut},
     summary="Apply one edit; 409 if the plan changed since base_version",
 )
-def edit(request: HttpRequest, run_id: int, payload: PlanEditIn) -> Status:
+def edit(request: SignedInRequest, run_id: int, payload: PlanEditIn) -> Status[dict[str, Any]]:
     run = run_get_for_user(request.user, run_id)
     saved = plan_edit(run_id=run.pk, base_version=payload.base_version, edit=edit_of(payload.edit))
     return Status(201, version_out(run, saved))
@@ -69,7 +70,7 @@ def edit(request: HttpRequest, run_id: int, payload: PlanEditIn) -> Status:
 @router.post(
     "/runs/{run_id}/plan/import", response={201: PlanVersionOut}, summary="Replace the plan"
 )
-def import_(request: HttpRequest, run_id: int, payload: PlanImportIn) -> Status:
+def import_(request: SignedInRequest, run_id: int, payload: PlanImportIn) -> Status[dict[str, Any]]:
     run = run_get_for_user(request.user, run_id)
     text = json.dumps(payload.plan)
     saved = plan_import(run_id=run.pk, base_version=payload.base_version, text=text)
@@ -77,7 +78,7 @@ def import_(request: HttpRequest, run_id: int, payload: PlanImportIn) -> Status:
 
 
 @router.get("/runs/{run_id}/plan/diff", response=DiffOut, summary="From one version to another")
-def diff(request: HttpRequest, run_id: int, base: int, other: int) -> dict[str, Any]:
+def diff(request: SignedInRequest, run_id: int, base: int, other: int) -> dict[str, Any]:
     run = run_get_for_user(request.user, run_id)
     old, new = _version(run, base), _version(run, other)
     found = plan_diff(Plan.model_validate(old.plan), Plan.model_validate(new.plan))
@@ -99,6 +100,6 @@ def diff(request: HttpRequest, run_id: int, base: int, other: int) -> dict[str, 
     response=RunOut,
     summary="Run exactly this version; 409 if it is not the current one",
 )
-def approve(request: HttpRequest, run_id: int, payload: ApproveIn) -> dict[str, Any]:
+def approve(request: SignedInRequest, run_id: int, payload: ApproveIn) -> dict[str, Any]:
     run = run_get_for_user(request.user, run_id)
     return run_json(run_approve_plan(run.pk, payload.version))

@@ -8,7 +8,6 @@ import dataclasses
 from datetime import date
 from typing import Annotated, Any, Literal
 
-from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 from pydantic import Field
@@ -28,6 +27,7 @@ from planner_ui.selectors.runs import (
 from planner_ui.selectors.usage import run_usage
 from planner_ui.services.retries import run_fork, step_retry
 from planner_ui.services.runs import run_cancel, run_create, run_pause, run_resume
+from planner_ui.signed_in import SignedInRequest
 
 from .schemas import EventsOut, RunOut, RunSummary, StepRetryIn
 
@@ -36,7 +36,7 @@ MAX_EVENTS = 1000
 
 
 @router.post("/runs", response={201: RunOut}, summary="Submit a task")
-def create(request: HttpRequest, payload: RunOptions) -> Status:
+def create(request: SignedInRequest, payload: RunOptions) -> Status[dict[str, Any]]:
     run = run_create(owner=request.user, options=payload)
     return Status(201, run_json(run))
 
@@ -51,7 +51,7 @@ OutcomeFilter = Annotated[
 @router.get("/runs", response=list[RunSummary], summary="Your runs, newest first")
 @paginate(LimitOffsetPagination)
 def runs(
-    request: HttpRequest,
+    request: SignedInRequest,
     outcome: OutcomeFilter = None,
     q: Annotated[
         str,
@@ -98,24 +98,24 @@ def runs(
 
 
 @router.get("/runs/{run_id}", response=RunOut, summary="A run, its steps and totals")
-def detail(request: HttpRequest, run_id: int) -> dict[str, Any]:
+def detail(request: SignedInRequest, run_id: int) -> dict[str, Any]:
     return run_json(run_get_for_user(request.user, run_id))
 
 
 @router.post("/runs/{run_id}/cancel", response=RunOut, summary="Cancel a run for good")
-def cancel(request: HttpRequest, run_id: int) -> dict[str, Any]:
+def cancel(request: SignedInRequest, run_id: int) -> dict[str, Any]:
     run = run_get_for_user(request.user, run_id)
     return run_json(run_cancel(run.pk, request.user))
 
 
 @router.post("/runs/{run_id}/pause", response=RunOut, summary="Start no new step")
-def pause(request: HttpRequest, run_id: int) -> dict[str, Any]:
+def pause(request: SignedInRequest, run_id: int) -> dict[str, Any]:
     run = run_get_for_user(request.user, run_id)
     return run_json(run_pause(run.pk, request.user))
 
 
 @router.post("/runs/{run_id}/resume", response=RunOut, summary="Go on after a pause")
-def resume(request: HttpRequest, run_id: int) -> dict[str, Any]:
+def resume(request: SignedInRequest, run_id: int) -> dict[str, Any]:
     run = run_get_for_user(request.user, run_id)
     return run_json(run_resume(run.pk, request.user))
 
@@ -123,7 +123,7 @@ def resume(request: HttpRequest, run_id: int) -> dict[str, Any]:
 @router.post(
     "/runs/{run_id}/steps/{step_id}/retry", response=RunOut, summary="Run a finished step again"
 )
-def retry(request: HttpRequest, run_id: int, step_id: str, payload: StepRetryIn) -> Any:
+def retry(request: SignedInRequest, run_id: int, step_id: str, payload: StepRetryIn) -> Any:
     run = run_get_for_user(request.user, run_id)
     run = step_retry(
         run_id=run.pk,
@@ -140,7 +140,7 @@ def retry(request: HttpRequest, run_id: int, step_id: str, payload: StepRetryIn)
     response={201: RunOut},
     summary="A new run reusing the steps before this one",
 )
-def fork(request: HttpRequest, run_id: int, step_id: str) -> Status:
+def fork(request: SignedInRequest, run_id: int, step_id: str) -> Status[dict[str, Any]]:
     run = run_get_for_user(request.user, run_id)
     return Status(201, run_json(run_fork(run_id=run.pk, step_id=step_id, user=request.user)))
 
@@ -151,7 +151,7 @@ class EventsQuery(Schema):
 
 
 @router.get("/runs/{run_id}/events", response=EventsOut, summary="The run's log, in order")
-def events(request: HttpRequest, run_id: int, query: Query[EventsQuery]) -> dict[str, Any]:
+def events(request: SignedInRequest, run_id: int, query: Query[EventsQuery]) -> dict[str, Any]:
     """Every event after `after`, oldest first; live events come over the WebSocket
     /ws/runs/{run_id}/?after=<seq>, in the same shape."""
     run = run_get_for_user(request.user, run_id)
@@ -160,12 +160,12 @@ def events(request: HttpRequest, run_id: int, query: Query[EventsQuery]) -> dict
 
 
 @router.get("/runs/{run_id}/usage", response=dict[str, Any], summary="Calls, tokens and cost")
-def usage(request: HttpRequest, run_id: int) -> dict[str, Any]:
+def usage(request: SignedInRequest, run_id: int) -> dict[str, Any]:
     run = run_get_for_user(request.user, run_id)
     # Decimals go out as strings, as everywhere in the API (ninja's encoder is Django's).
     return dataclasses.asdict(run_usage(run))
 
 
 @router.get("/runs/{run_id}/report", response=dict[str, Any], summary="The whole run as JSON")
-def report(request: HttpRequest, run_id: int) -> dict[str, Any]:
+def report(request: SignedInRequest, run_id: int) -> dict[str, Any]:
     return run_report(run_get_for_user(request.user, run_id))

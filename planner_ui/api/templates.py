@@ -40,6 +40,7 @@ from planner_ui.services.templates import (
     template_webhook_set,
     template_webhook_values,
 )
+from planner_ui.signed_in import SignedInRequest
 
 from .auth import within_rate
 from .schemas import TEXT, RunOut
@@ -203,9 +204,11 @@ def _template_out(request: HttpRequest, template: PlanTemplate) -> dict[str, Any
 
 
 def _run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
+    version = run.template_version
+    assert version is not None  # one of the template's runs
     return {
         "run_id": run.pk,
-        "version": run.template_version.number,
+        "version": version.number,
         "values": run.template_values,
         "trigger": run.template_trigger,
         "status": run.status,
@@ -216,13 +219,13 @@ def _run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
 
 
 @router.get("/templates", response=list[TemplateOut], summary="Your templates and shared ones")
-def templates(request: HttpRequest) -> list[dict[str, Any]]:
+def templates(request: SignedInRequest) -> list[dict[str, Any]]:
     found = template_list_for_user(request.user).prefetch_related("versions")
     return [_template_out(request, t) for t in found if t.latest_number]
 
 
 @router.get("/templates/{template_id}", response=TemplateOut, summary="A template")
-def detail(request: HttpRequest, template_id: int) -> dict[str, Any]:
+def detail(request: SignedInRequest, template_id: int) -> dict[str, Any]:
     return _template_out(request, template_get_for_user(request.user, template_id))
 
 
@@ -231,7 +234,7 @@ def detail(request: HttpRequest, template_id: int) -> dict[str, Any]:
     response={201: TemplateOut},
     summary="Save a template as JSON (a new version if you have one of that name)",
 )
-def save(request: HttpRequest, payload: TemplateIn) -> Status:
+def save(request: SignedInRequest, payload: TemplateIn) -> Status[dict[str, Any]]:
     saved = template_save(
         user=request.user,
         name=payload.name,
@@ -249,7 +252,9 @@ def save(request: HttpRequest, payload: TemplateIn) -> Status:
     response={201: TemplateOut},
     summary="Save a run's plan as a template, turning text into parameters",
 )
-def save_from_run(request: HttpRequest, run_id: int, payload: TemplateFromRunIn) -> Status:
+def save_from_run(
+    request: SignedInRequest, run_id: int, payload: TemplateFromRunIn
+) -> Status[dict[str, Any]]:
     run = run_get_for_user(request.user, run_id)
     versions = run.plan_versions.order_by("-number")
     version = (
@@ -275,7 +280,9 @@ def save_from_run(request: HttpRequest, run_id: int, payload: TemplateFromRunIn)
     response={201: RunOut},
     summary="Run a template with values (its plan waits for approval unless auto_approve)",
 )
-def run(request: HttpRequest, template_id: int, payload: TemplateRunIn) -> Status:
+def run(
+    request: SignedInRequest, template_id: int, payload: TemplateRunIn
+) -> Status[dict[str, Any]]:
     template = template_get_for_user(request.user, template_id)
     try:
         version = template_version(template, payload.version)
@@ -304,7 +311,7 @@ def run(request: HttpRequest, template_id: int, payload: TemplateRunIn) -> Statu
     response=list[TemplateRunOut],
     summary="Your runs from the template, newest first, with their values",
 )
-def runs(request: HttpRequest, template_id: int) -> list[dict[str, Any]]:
+def runs(request: SignedInRequest, template_id: int) -> list[dict[str, Any]]:
     template = template_get_for_user(request.user, template_id)
     return [_run_out(request, r) for r in template_runs_for_user(template, request.user)[:200]]
 
@@ -314,7 +321,7 @@ def runs(request: HttpRequest, template_id: int) -> list[dict[str, Any]]:
     response={201: WebhookOut},
     summary="Make (or replace) the template's webhook secret; shown once",
 )
-def webhook_set(request: HttpRequest, template_id: int) -> Status:
+def webhook_set(request: SignedInRequest, template_id: int) -> Status[dict[str, Any]]:
     template = template_get_owned(request.user, template_id)
     token = template_webhook_set(template, request.user)
     url = request.build_absolute_uri(reverse("api-v1:template_webhook", args=[template.pk]))
@@ -326,7 +333,7 @@ def webhook_set(request: HttpRequest, template_id: int) -> Status:
     response=TemplateOut,
     summary="Where in the webhook's JSON body each parameter's value is",
 )
-def webhook_mapping(request: HttpRequest, template_id: int, payload: WebhookMappingIn) -> Any:
+def webhook_mapping(request: SignedInRequest, template_id: int, payload: WebhookMappingIn) -> Any:
     template = template_get_owned(request.user, template_id)
     template_webhook_mapping_set(template, request.user, payload.mapping)
     return _template_out(request, template)
@@ -337,7 +344,7 @@ def webhook_mapping(request: HttpRequest, template_id: int, payload: WebhookMapp
     response=TemplateOut,
     summary="What the runs its triggers start do with irreversible calls",
 )
-def trigger_policy(request: HttpRequest, template_id: int, payload: TriggerPolicy) -> Any:
+def trigger_policy(request: SignedInRequest, template_id: int, payload: TriggerPolicy) -> Any:
     template = template_get_owned(request.user, template_id)
     template_trigger_policy_set(template, request.user, payload.tool_policy, payload.auto_tools)
     return _template_out(request, template)
@@ -348,7 +355,7 @@ def trigger_policy(request: HttpRequest, template_id: int, payload: TriggerPolic
     response=TemplateOut,
     summary="Run the template on a schedule with these values (or stop)",
 )
-def schedule(request: HttpRequest, template_id: int, payload: ScheduleIn) -> Any:
+def schedule(request: SignedInRequest, template_id: int, payload: ScheduleIn) -> Any:
     template = template_get_owned(request.user, template_id)
     template_schedule_set(template, request.user, payload.schedule, payload.values)
     return _template_out(request, template)
@@ -357,7 +364,7 @@ def schedule(request: HttpRequest, template_id: int, payload: ScheduleIn) -> Any
 @router.delete(
     "/templates/{template_id}/webhook", response={204: None}, summary="Turn the webhook off"
 )
-def webhook_clear(request: HttpRequest, template_id: int) -> Status:
+def webhook_clear(request: SignedInRequest, template_id: int) -> Status[None]:
     template_webhook_clear(template_get_owned(request.user, template_id), request.user)
     return Status(204, None)
 
@@ -369,7 +376,7 @@ def webhook_clear(request: HttpRequest, template_id: int) -> Status:
     url_name="template_webhook",
     summary="Start a run of a template from another system",
 )
-def webhook(request: HttpRequest, template_id: int) -> Status:
+def webhook(request: HttpRequest, template_id: int) -> Status[dict[str, Any]]:
     """Authenticated by the template's own webhook secret (`Authorization: Bearer whk_...`),
     not a personal token. The JSON body maps parameter names to values (`{"city": "Lyon"}`),
     or, where the template has a webhook mapping, is read through its JSON paths

@@ -12,7 +12,7 @@ from channels.middleware import BaseMiddleware
 from planner_ui.services.tokens import token_user
 
 
-class TokenAuthMiddleware(BaseMiddleware):
+class TokenAuthMiddleware(BaseMiddleware):  # type: ignore[misc]  # Channels ships no types
     """Inside websocket_auth_stack: a session's user stays; without one, a live token's user."""
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
@@ -27,7 +27,8 @@ class TokenAuthMiddleware(BaseMiddleware):
 
 
 def _bearer(scope: dict[str, Any]) -> str:
-    for name, value in scope.get("headers", []):
+    headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+    for name, value in headers:
         if name == b"authorization":
             scheme, _, token = value.decode("latin-1").partition(" ")
             if scheme.lower() == "bearer":

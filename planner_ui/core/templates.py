@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
@@ -174,7 +174,7 @@ def parameterize(task: str, plan: Plan, literal: str, name: str) -> tuple[str, P
 def template_check(
     task: str,
     plan_data: Any,
-    parameters: list[TemplateParameter] | list[dict[str, Any]],
+    parameters: Sequence[TemplateParameter | dict[str, Any]],
     *,
     known_tools: Collection[str],
 ) -> TemplateSpec:

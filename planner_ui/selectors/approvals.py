@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from planner_ui.models import Approval, Run
 
 RECENTLY_DECIDED = 20
 
 
-def pending_count(user: AbstractBaseUser) -> int:
+def pending_count(user: User) -> int:
     return Approval.objects.filter(run__owner=user, state=Approval.State.PENDING).count()
 
 
-def approval_get_for_user(user: AbstractBaseUser, approval_id: int) -> Approval | None:
+def approval_get_for_user(user: User, approval_id: int) -> Approval | None:
     """One approval request of the user's runs, with its run; None for anyone else's."""
     return (
         Approval.objects.select_related("run", "decided_by")
@@ -24,9 +24,7 @@ def approval_get_for_user(user: AbstractBaseUser, approval_id: int) -> Approval 
     )
 
 
-def inbox_for_user(
-    user: AbstractBaseUser, *, run_id: int | None = None, tool: str = ""
-) -> dict[str, Any]:
+def inbox_for_user(user: User, *, run_id: int | None = None, tool: str = "") -> dict[str, Any]:
     """The user's approval requests across runs, narrowed to one run or one tool if asked;
     with the runs and tools that have requests waiting, to narrow by."""
     everything = Approval.objects.filter(run__owner=user)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -24,20 +24,20 @@ from planner_ui.core.evaluation_plots import Plot, success_against_cost, wall_ti
 from planner_ui.models import EvaluationSuite, Experiment, ExperimentRun, Step
 
 
-def suite_list_for_user(user: AbstractBaseUser) -> QuerySet[EvaluationSuite]:
+def suite_list_for_user(user: User) -> QuerySet[EvaluationSuite]:
     return EvaluationSuite.objects.filter(owner=user).order_by("name")
 
 
-def suite_get_for_user(user: AbstractBaseUser, suite_id: int) -> EvaluationSuite:
+def suite_get_for_user(user: User, suite_id: int) -> EvaluationSuite:
     """The user's suite, or 404: another user's is indistinguishable from a missing one."""
     return get_object_or_404(EvaluationSuite, pk=suite_id, owner=user)
 
 
-def experiment_list_for_user(user: AbstractBaseUser) -> QuerySet[Experiment]:
+def experiment_list_for_user(user: User) -> QuerySet[Experiment]:
     return Experiment.objects.filter(owner=user).order_by("-created_at", "-id")
 
 
-def experiment_get_for_user(user: AbstractBaseUser, experiment_id: int) -> Experiment:
+def experiment_get_for_user(user: User, experiment_id: int) -> Experiment:
     return get_object_or_404(Experiment, pk=experiment_id, owner=user)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from planner_ui.models import Run, RunFile
 
@@ -12,5 +12,5 @@ def run_files(run: Run) -> list[RunFile]:
     return list(run.files.defer("content"))
 
 
-def run_file_for_user(user: AbstractBaseUser, run_id: int, path: str) -> RunFile | None:
+def run_file_for_user(user: User, run_id: int, path: str) -> RunFile | None:
     return RunFile.objects.filter(run_id=run_id, run__owner=user, path=path).first()

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -42,7 +42,7 @@ class RunFilters:
 
 
 def run_list_for_user(
-    user: AbstractBaseUser, outcome: str = "", filters: RunFilters | None = None
+    user: User, outcome: str = "", filters: RunFilters | None = None
 ) -> QuerySet[Run]:
     """The user's runs, newest first; only those with `outcome` (a RunOutcome, or UNFINISHED)
     when given, and those `filters` allow."""
@@ -71,7 +71,7 @@ def run_list_for_user(
     return runs
 
 
-def run_models_for_user(user: AbstractBaseUser) -> list[str]:
+def run_models_for_user(user: User) -> list[str]:
     """The models the user's runs planned or executed with, for the history's filter."""
     runs = Run.objects.filter(owner=user)
     planners = runs.exclude(planner_model="").values_list("planner_model", flat=True)
@@ -79,17 +79,17 @@ def run_models_for_user(user: AbstractBaseUser) -> list[str]:
     return sorted(set(planners.distinct()) | set(executors.distinct()))
 
 
-def run_templates_for_user(user: AbstractBaseUser) -> QuerySet[PlanTemplate]:
+def run_templates_for_user(user: User) -> QuerySet[PlanTemplate]:
     """The templates the user's runs came from, for the history's filter."""
     return PlanTemplate.objects.filter(versions__runs__owner=user).distinct().order_by("name")
 
 
-def run_get_for_user(user: AbstractBaseUser, run_id: int) -> Run:
+def run_get_for_user(user: User, run_id: int) -> Run:
     """The user's run, or 404: another user's run is indistinguishable from a missing one."""
     return get_object_or_404(Run, pk=run_id, owner=user)
 
 
-def run_user_can_watch(user: AbstractBaseUser, run_id: int) -> bool:
+def run_user_can_watch(user: User, run_id: int) -> bool:
     return bool(user.is_authenticated) and Run.objects.filter(pk=run_id, owner=user).exists()
 
 

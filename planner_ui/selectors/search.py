@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection
 from django.db.models import Q, QuerySet
@@ -18,7 +18,7 @@ from django.db.models.expressions import RawSQL
 
 from planner_ui.core.search import close_enough, fts5_query, search_terms, tsquery
 from planner_ui.core.status import RunStatus
-from planner_ui.models import PlanTemplateVersion, PlanVersion, SearchDocument
+from planner_ui.models import PlanTemplateVersion, SearchDocument
 
 FTS_TABLE = "planner_ui_search_fts"
 # The candidates the database ranks first, re-checked here (core.search.close_enough).
@@ -82,7 +82,7 @@ class PlanExample:
         return {"kind": self.kind, "id": self.id, "number": self.number, "title": self.title}
 
 
-def _library(user: AbstractBaseUser) -> Q:
+def _library(user: User) -> Q:
     # The templates a person may see (selectors.templates) and their own runs that succeeded.
     templates = Q(template__isnull=False)
     if not user.is_staff:
@@ -92,7 +92,7 @@ def _library(user: AbstractBaseUser) -> Q:
 
 
 def plan_examples_for(
-    user: AbstractBaseUser, task: str, *, limit: int = 2, exclude_run_id: int | None = None
+    user: User, task: str, *, limit: int = 2, exclude_run_id: int | None = None
 ) -> list[PlanExample]:
     """The plans closest to `task` that `user` may see, closest first: at most `limit`, and
     none that shares too little with it (core.search.close_enough)."""
@@ -104,7 +104,9 @@ def plan_examples_for(
         documents = documents.exclude(run_id=exclude_run_id)
     found = matching(documents, terms, match_all=False, summary_only=True)
     examples: list[PlanExample] = []
-    for document in found.select_related("run", "template").order_by("-rank", "-id")[:CANDIDATES]:
+    # "rank" is matching()'s annotation, which django-stubs cannot see.
+    ordered = found.select_related("run", "template").order_by("-rank", "-id")  # type: ignore[misc]
+    for document in ordered[:CANDIDATES]:
         if not close_enough(terms, document.summary):
             continue
         example = _example(document)
@@ -133,10 +135,8 @@ def _example(document: SearchDocument) -> PlanExample | None:
             version.plan,
         )
     run = document.run
-    plan = (
-        PlanVersion.objects.filter(pk=run.approved_plan_id).first()
-        or run.plan_versions.order_by("-number").first()
-    )
+    assert run is not None, "a search document is a run's when it is not a template's"
+    plan = run.approved_plan or run.plan_versions.order_by("-number").first()
     if plan is None:
         return None
     return PlanExample("run", run.pk, plan.number, run.task[:80], run.task, plan.plan)

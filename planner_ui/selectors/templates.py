@@ -3,20 +3,34 @@ every one, to decide which to share."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from typing import TYPE_CHECKING, TypedDict
+
+from django.contrib.auth.models import User
 from django.db.models import Count, Max, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from planner_ui.models import PlanTemplate, PlanTemplateVersion, Run
 
+if TYPE_CHECKING:  # django-stubs' own helper; only the type checker needs it
+    from django_stubs_ext import WithAnnotations
 
-def _visible(user: AbstractBaseUser) -> Q:
+
+class TemplateCounts(TypedDict):
+    """What template_list_for_user annotates each template with."""
+
+    latest_number: int | None
+    run_count: int
+
+
+def _visible(user: User) -> Q:
     if user.is_staff:
         return Q()  # staff decide what is shared, so they see what there is to share
     return Q(owner_id=user.pk) | Q(shared=True)
 
 
-def template_list_for_user(user: AbstractBaseUser) -> QuerySet[PlanTemplate]:
+def template_list_for_user(
+    user: User,
+) -> QuerySet[WithAnnotations[PlanTemplate, TemplateCounts]]:
     """The person's templates and the shared ones, by name, with their latest version's number
     and how many of the person's own runs came from them."""
     return (
@@ -32,19 +46,19 @@ def template_list_for_user(user: AbstractBaseUser) -> QuerySet[PlanTemplate]:
     )
 
 
-def template_get_for_user(user: AbstractBaseUser, template_id: int) -> PlanTemplate:
+def template_get_for_user(user: User, template_id: int) -> PlanTemplate:
     """The template if the person may see it, or 404 (another's unshared one looks missing)."""
     return get_object_or_404(
         PlanTemplate.objects.select_related("owner").filter(_visible(user)), pk=template_id
     )
 
 
-def template_get_owned(user: AbstractBaseUser, template_id: int) -> PlanTemplate:
+def template_get_owned(user: User, template_id: int) -> PlanTemplate:
     """The person's own template, to change, or 404: a shared one is theirs to run only."""
     return get_object_or_404(PlanTemplate, pk=template_id, owner_id=user.pk)
 
 
-def template_get_by_name(user: AbstractBaseUser, name: str) -> PlanTemplate:
+def template_get_by_name(user: User, name: str) -> PlanTemplate:
     """The person's template of this name, else the one shared template of it; DoesNotExist
     otherwise (none, or several people shared one of that name)."""
     # Not every template staff may see: a name means one's own or a shared one.
@@ -70,7 +84,7 @@ def template_version(template: PlanTemplate, number: int | None = None) -> PlanT
     return versions.get(number=number)
 
 
-def template_runs_for_user(template: PlanTemplate, user: AbstractBaseUser) -> QuerySet[Run]:
+def template_runs_for_user(template: PlanTemplate, user: User) -> QuerySet[Run]:
     """The person's own runs started from any version of the template, newest first: on a
     shared template, other people's runs stay theirs."""
     return (

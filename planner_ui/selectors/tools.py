@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from functools import partial
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Q
 
 from planner_ui.core.effects import Effect
@@ -17,13 +17,13 @@ from planner_ui.tools import REGISTRY, Tool
 from planner_ui.tools.mcp import McpTool, McpToolInfo
 
 
-def mcp_servers_for_user(user: AbstractBaseUser) -> list[McpServer]:
+def mcp_servers_for_user(user: User) -> list[McpServer]:
     """Shared servers first, then the user's own."""
     servers = McpServer.objects.filter(Q(owner__isnull=True) | Q(owner_id=user.pk))
     return sorted(servers.prefetch_related("tools"), key=lambda s: (s.owner_id is not None, s.name))
 
 
-def tools_for_user(user: AbstractBaseUser) -> dict[str, Tool]:
+def tools_for_user(user: User) -> dict[str, Tool]:
     tools: dict[str, Tool] = dict(REGISTRY)
     for server in mcp_servers_for_user(user):
         if not server.enabled:

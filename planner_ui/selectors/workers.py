@@ -36,6 +36,7 @@ def seconds_since_sweep() -> float | None:
     if not found:
         return None
     swept_at, now = (sql.datetime_of(value) for value in found[0])
+    assert swept_at is not None and now is not None  # neither column nor clock is ever NULL
     return max(0.0, (now - swept_at).total_seconds())
 
 

@@ -47,7 +47,7 @@ def metered(
     def gate(purpose: str) -> None:
         status, tokens, cost = _spent(run_id)
         if status in TERMINAL_RUN_STATUSES:
-            label = dict(Run._meta.get_field("status").choices)[status]
+            label = Run(status=status).get_status_display()
             raise RunStopped(f"The run is {label}, so no further model call.")
         reason = budget.overrun(tokens, cost)
         if reason:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -101,7 +101,7 @@ def approval_request(
 
 def approval_decide(
     *,
-    user: AbstractBaseUser,
+    user: User,
     approval: Approval,
     approve: bool,
     arguments_json: str | None = None,
@@ -216,8 +216,8 @@ def _check_edited(tool: Tool, original: dict[str, Any], arguments: Any) -> None:
     try:
         tool.parse(arguments)
     except ArgumentsInvalid as exc:
-        problems = {path.split(".")[0]: said for path, said in reversed(exc.problems.items())}
-        raise ArgumentsRefused(f"The edited arguments were refused: {exc}", problems) from exc
+        refused = {path.split(".")[0]: said for path, said in reversed(exc.problems.items())}
+        raise ArgumentsRefused(f"The edited arguments were refused: {exc}", refused) from exc
     except ToolError as exc:
         raise ArgumentsRefused(f"The edited arguments were refused: {exc}") from exc
     problems: dict[str, str] = {}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -26,7 +26,7 @@ from .search import search_index_run
 BASELINE_STEP_ID = "agent"
 
 
-def baseline_create(run: Run, user: AbstractBaseUser) -> Run:
+def baseline_create(run: Run, user: User) -> Run:
     """Start the baseline of `run`: its task, models, policy and budget, run by one agent."""
     original = run.baseline_of or run  # the baseline of a baseline is the original's
     fields = {name: getattr(original, name) for name in _CARRIED}
@@ -35,7 +35,7 @@ def baseline_create(run: Run, user: AbstractBaseUser) -> Run:
     )
 
 
-def single_agent_create(owner: AbstractBaseUser, options: RunOptions) -> Run:
+def single_agent_create(owner: User, options: RunOptions) -> Run:
     """Start a task as one agent from a person's options, with no planned run beside it: an
     experiment's single-agent arm (services.evaluations)."""
     fields = run_fields(owner, options)
@@ -58,7 +58,7 @@ _CARRIED = (
 
 
 def _single_agent_start(
-    owner: AbstractBaseUser, fields: dict[str, Any], original: Run | None, *, note: str
+    owner: User, fields: dict[str, Any], original: Run | None, *, note: str
 ) -> Run:
     tools = sorted(tools_for_user(original.owner if original else owner))
     plan = {

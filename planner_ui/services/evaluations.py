@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
@@ -64,9 +64,7 @@ from .sender import TaskName, task_send, task_send_now
 MAX_CONCURRENCY = 16
 
 
-def suite_save(
-    owner: AbstractBaseUser, content: str, suite: EvaluationSuite | None = None
-) -> EvaluationSuite:
+def suite_save(owner: User, content: str, suite: EvaluationSuite | None = None) -> EvaluationSuite:
     """Store a suite from its YAML or JSON text, new or over `suite`; its name is the one the
     text gives. EvaluationError says what is wrong with the text."""
     parsed = suite_load(content)
@@ -83,7 +81,7 @@ def suite_save(
 
 
 def experiment_create(
-    owner: AbstractBaseUser,
+    owner: User,
     suite: Suite,
     arms: Sequence[Arm],
     *,
@@ -210,7 +208,7 @@ def experiment_advance(experiment_id: int, *, judging: bool = True) -> Experimen
     return experiment
 
 
-def experiment_pause(experiment_id: int, user: AbstractBaseUser) -> Experiment:
+def experiment_pause(experiment_id: int, user: User) -> Experiment:
     """Start no new slot and pause the runs going (their started steps carry on to their end,
     as with any paused run); kept in the database, so restarts do not lift it."""
     with transaction.atomic():
@@ -226,7 +224,7 @@ def experiment_pause(experiment_id: int, user: AbstractBaseUser) -> Experiment:
     return experiment
 
 
-def experiment_resume(experiment_id: int, user: AbstractBaseUser) -> Experiment:
+def experiment_resume(experiment_id: int, user: User) -> Experiment:
     """Go on from a pause: its runs resume and the next slots start."""
     with transaction.atomic():
         experiment = Experiment.objects.select_for_update().get(pk=experiment_id)
@@ -253,7 +251,7 @@ def _going(experiment: Experiment) -> list[int]:
     )
 
 
-def experiment_cancel(experiment_id: int, user: AbstractBaseUser) -> Experiment:
+def experiment_cancel(experiment_id: int, user: User) -> Experiment:
     """Start nothing more and cancel the runs still going; what ended stays counted."""
     with transaction.atomic():
         experiment = Experiment.objects.select_for_update().get(pk=experiment_id)
@@ -345,6 +343,7 @@ def _judge_slot(experiment: Experiment, slot: ExperimentRun, suite: Suite) -> No
     )[0]
     if run_end_at is None or judged_end == run_end_at:
         return
+    assert slot.run_id is not None  # it ended (above), so it was started
     run = Run.objects.get(pk=slot.run_id)
     task = suite.tasks[slot.task_index]
     checks = judge_checks(task)

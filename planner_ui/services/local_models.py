@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from planner_ui.core.errors import AgentError
@@ -24,9 +24,7 @@ class LocalModelRefused(AgentError):
     """A request about a local model was refused; the message says why."""
 
 
-def local_model_start(
-    *, user: AbstractBaseUser, path: str, default_route: bool = False
-) -> LocalModel:
+def local_model_start(*, user: User, path: str, default_route: bool = False) -> LocalModel:
     """Ask for the GGUF file at `path` to be served (again); `default_route` makes new runs
     use it for every part."""
     if not user.is_staff:
@@ -81,7 +79,7 @@ def local_model_start(
     return model
 
 
-def local_model_stop(*, user: AbstractBaseUser, model_id: int) -> LocalModel:
+def local_model_stop(*, user: User, model_id: int) -> LocalModel:
     """Ask for a model to be stopped; the supervisor stops its server and says so. Runs that
     route to it fail their next call to it, saying it is not running."""
     if not user.is_staff:

@@ -10,9 +10,11 @@ changed, or that is new, is held until a person approves the change."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
+from typing import Literal
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -29,14 +31,20 @@ class McpRefused(AgentError):
     """A registration or change was refused; the message says why."""
 
 
-def net_allow() -> object:
-    return settings.AGENTSITE_TOOL_SETTINGS.get("net_allow", ())
+def net_allow() -> Iterable[str] | str:
+    allow = settings.AGENTSITE_TOOL_SETTINGS.get("net_allow", ())
+    assert isinstance(allow, str | Iterable), "net_allow is a host or a list of hosts"
+    return allow
+
+
+# The column's choices, as the tool's endpoint names them.
+_TRANSPORTS: dict[str, Literal["stdio", "http"]] = {"stdio": "stdio", "http": "http"}
 
 
 def endpoint_of(server: McpServer) -> McpEndpoint:
     return McpEndpoint(
         name=server.name,
-        transport=server.transport,
+        transport=_TRANSPORTS[server.transport],
         command=tuple(server.command),
         url=server.url,
         timeout_s=settings.AGENTSITE_MCP_TIMEOUT_S,
@@ -45,7 +53,7 @@ def endpoint_of(server: McpServer) -> McpEndpoint:
 
 def mcp_server_register(
     *,
-    user: AbstractBaseUser,
+    user: User,
     name: str,
     transport: str,
     command: str = "",
@@ -104,7 +112,7 @@ def mcp_server_register(
     return server
 
 
-def _refuse_shadowing(slug: str, user: AbstractBaseUser, shared: bool) -> None:
+def _refuse_shadowing(slug: str, user: User, shared: bool) -> None:
     """A plan grants a server's tools by the server's name, and a shared server wins over a
     person's own of the same name: one would silently stand in for the other."""
     if shared:
@@ -188,9 +196,7 @@ def review_digest(tool: McpServerTool) -> str:
     return tool.pending_digest if tool.state == McpServerTool.State.CHANGED else tool.digest
 
 
-def mcp_tool_approve(
-    tool: McpServerTool, *, reviewer: AbstractBaseUser, digest: str
-) -> McpServerTool:
+def mcp_tool_approve(tool: McpServerTool, *, reviewer: User, digest: str) -> McpServerTool:
     """A person read the tool's description and schema (the change, for a changed tool) and
     lets it be offered. `digest` names the text they read: if the server changed it since the
     page showed it, nothing is approved."""

@@ -42,8 +42,10 @@ def run_losses(run: Run, steps: list[Step]) -> list[Loss]:
     ]
     # One failure per step: the first says what went wrong; a step that failed twice was
     # re-planned around once.
-    seen: set[str] = set()
-    losses = [loss for loss in losses if not (loss.step_id in seen or seen.add(loss.step_id))]
+    first: dict[str, Loss] = {}
+    for loss in losses:
+        first.setdefault(loss.step_id, loss)
+    losses = list(first.values())
     losses += [
         Loss(LossKind.SKIPPED, s.step_id, detail=s.error)
         for s in steps

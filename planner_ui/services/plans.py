@@ -161,7 +161,7 @@ def plan_version_save(run: Run, plan: Plan, author: str, note: str, number: int)
                 "The synthesizer is assembling the deliverable: the plan is complete and can no "
                 "longer be changed."
             )
-        current = run.plan_versions.order_by("-number").first()
+        current = run.plan_versions.latest("number")
         if problems := started_steps_changed(Plan.model_validate(current.plan), plan, started):
             raise EditRefused(problems)
     version = PlanVersion.objects.create(

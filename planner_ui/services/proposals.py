@@ -111,6 +111,7 @@ def proposal_accept(
             )
         run = proposal.run
         latest = run.plan_versions.order_by("-number").values_list("number", flat=True).first()
+        assert latest is not None  # a revision is proposed for a run that has a plan
         run, current = plan_lock_for_change(
             run_id, latest if base_version is None else base_version
         )

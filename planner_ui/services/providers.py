@@ -83,6 +83,7 @@ def check_available(route: Route) -> None:
 
 def provider_build(route: Route) -> Provider:
     """A ready provider for one route, with this installation's credentials and limits."""
+    creds: Credentials | None
     if route.provider == "local":
         try:
             creds = Credentials("local", local_model_url(route.model), "local")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -40,7 +40,7 @@ def replan_make(run_id: int, failed_step_id: str) -> None:
     run = Run.objects.get(pk=run_id)
     if run.is_finished or not run.replanning:
         return
-    version = run.plan_versions.order_by("-number").first()
+    version = run.plan_versions.latest("number")
     current = Plan.model_validate(version.plan)
     steps = {s.step_id: s for s in run.steps.all() if s.step_id != SYNTHESIS_STEP_ID}
     keep = {sid for sid, s in steps.items() if s.status in KEPT_BY_REPLAN}
@@ -102,7 +102,7 @@ def held_for_a_person(tools: Mapping[str, Tool]) -> set[str]:
     return {name for name, tool in tools.items() if tool.irreversible or tool.reaches_network}
 
 
-def replan_accept(*, user: AbstractBaseUser, run_id: int, proposal_id: int) -> PlanVersion:
+def replan_accept(*, user: User, run_id: int, proposal_id: int) -> PlanVersion:
     with transaction.atomic():
         run, proposal = _lock_proposal(user, run_id, proposal_id)
         keep = {s.step_id for s in run.steps.all() if s.status in KEPT_BY_REPLAN}
@@ -112,7 +112,7 @@ def replan_accept(*, user: AbstractBaseUser, run_id: int, proposal_id: int) -> P
         return _apply(run, plan, f"{proposal.note} (accepted by {user.get_username()})", keep)
 
 
-def replan_discard(*, user: AbstractBaseUser, run_id: int, proposal_id: int) -> None:
+def replan_discard(*, user: User, run_id: int, proposal_id: int) -> None:
     with transaction.atomic():
         run, proposal = _lock_proposal(user, run_id, proposal_id)
         proposal.state, proposal.decided_at = PlanProposal.State.DISCARDED, timezone.now()
@@ -121,7 +121,7 @@ def replan_discard(*, user: AbstractBaseUser, run_id: int, proposal_id: int) -> 
     _give_up(run_id, "", f"the re-plan was discarded by {user.get_username()}")
 
 
-def _lock_proposal(user: AbstractBaseUser, run_id: int, proposal_id: int):
+def _lock_proposal(user: User, run_id: int, proposal_id: int) -> tuple[Run, PlanProposal]:
     run = Run.objects.select_for_update().get(pk=run_id, owner=user)
     proposal = PlanProposal.objects.select_for_update().get(
         pk=proposal_id, run=run, kind=PlanProposal.Kind.REPLAN
@@ -136,7 +136,9 @@ def _lock_proposal(user: AbstractBaseUser, run_id: int, proposal_id: int):
 
 def _apply(run: Run, plan: Plan, note: str, keep: set[str]) -> PlanVersion:
     """Adopt a revision: a new version, the steps not kept re-made, dispatch resumed."""
-    number = run.plan_versions.order_by("-number").values_list("number", flat=True).first() + 1
+    last = run.plan_versions.order_by("-number").values_list("number", flat=True).first()
+    assert last is not None  # a run being re-planned has a plan
+    number = last + 1
     version = PlanVersion.objects.create(
         run=run,
         number=number,

@@ -9,7 +9,7 @@ asks for the same call (tool and arguments) gets the original's result (services
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -41,7 +41,7 @@ def step_retry(
     *,
     run_id: int,
     step_id: str,
-    user: AbstractBaseUser,
+    user: User,
     instruction: str = "",
     downstream: bool = True,
 ) -> Run:
@@ -92,8 +92,8 @@ def step_retry(
     return run
 
 
-def _edited_version(run: Run, step: Step, instruction: str, user: AbstractBaseUser) -> None:
-    current = run.plan_versions.order_by("-number").first()
+def _edited_version(run: Run, step: Step, instruction: str, user: User) -> None:
+    current = run.plan_versions.latest("number")
     plan = Plan.model_validate(current.plan)
     if step.step_id != SYNTHESIS_STEP_ID:
         edited = [
@@ -114,7 +114,7 @@ def _edited_version(run: Run, step: Step, instruction: str, user: AbstractBaseUs
     )
 
 
-def run_fork(*, run_id: int, step_id: str, user: AbstractBaseUser) -> Run:
+def run_fork(*, run_id: int, step_id: str, user: User) -> Run:
     """A new run with the same plan, that reuses the outputs of the steps `step_id` depends on
     (directly or not) and runs the rest; it waits for the person's approval first, so they
     may change what is not reused. The steps run again get keys of their own run, so their
@@ -130,7 +130,7 @@ def run_fork(*, run_id: int, step_id: str, user: AbstractBaseUser) -> Run:
     if refusal := fork_step_refusal(step_id, depends_on, statuses):
         raise InvalidTransition(refusal)
     before = dag.ancestors(depends_on, step_id)
-    version = original.plan_versions.order_by("-number").first()
+    version = original.plan_versions.latest("number")
     plan = Plan.model_validate(version.plan)
     with transaction.atomic():
         fork = Run.objects.create(

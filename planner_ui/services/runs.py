@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -52,7 +52,7 @@ class RunInputError(AgentError):
         super().__init__(message)
 
 
-def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
+def run_create(*, owner: User, options: RunOptions) -> Run:
     """Create a run and queue its planning.
 
     `tool_policy` says what happens to irreversible tool calls: "ask" a person each time,
@@ -72,7 +72,7 @@ def run_create(*, owner: AbstractBaseUser, options: RunOptions) -> Run:
 
 
 def run_create_with_plan(
-    *, owner: AbstractBaseUser, options: RunOptions, plan: Plan, note: str, **fields: Any
+    *, owner: User, options: RunOptions, plan: Plan, note: str, **fields: Any
 ) -> Run:
     """Create a run whose first plan version is `plan` (a person's choice: the planner is
     skipped), waiting for approval like any plan. `fields` are more of the run's own (where it
@@ -103,7 +103,7 @@ def run_create_with_plan(
     return run
 
 
-def run_start_from(*, owner: AbstractBaseUser, options: RunOptions, source: Run) -> Run:
+def run_start_from(*, owner: User, options: RunOptions, source: Run) -> Run:
     """A run of the person's task that starts from the plan a past run of theirs ran (its
     approved version, else its latest), checked against the tools they have now: the plan
     waits for their review, as a template's does. PlanValidationError if it no longer fits."""
@@ -125,7 +125,7 @@ def run_start_from(*, owner: AbstractBaseUser, options: RunOptions, source: Run)
     return run
 
 
-def run_fields(owner: AbstractBaseUser, options: RunOptions) -> dict[str, Any]:
+def run_fields(owner: User, options: RunOptions) -> dict[str, Any]:
     """The fields of a new run from a person's options, checked against this installation;
     RunInputError says what is wrong. Shared by planned runs and single-agent ones."""
     task = options.task.strip()
@@ -180,7 +180,7 @@ def _allowed_hosts(task: str, given: Sequence[str] | None) -> list[str]:
         raise RunInputError(str(exc), field="allowed_hosts") from exc
 
 
-def policy_for(owner: AbstractBaseUser, mode: str, auto_tools: Sequence[str]) -> ToolPolicy:
+def policy_for(owner: User, mode: str, auto_tools: Sequence[str]) -> ToolPolicy:
     """A policy for irreversible calls as a run of `owner` would take it; RunInputError if not."""
     return _policy(mode, auto_tools, tools_for_user(owner))
 
@@ -287,7 +287,7 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
         run = Run.objects.select_for_update().get(pk=run_id)
         if refusal := approval_refusal(run):
             raise InvalidTransition(refusal)
-        version = run.plan_versions.order_by("-number").first()
+        version = run.plan_versions.latest("number")
         if version_number is not None and version_number != version.number:
             raise PlanConflict(version_number, version.number)
         run.approved_plan = version
@@ -300,7 +300,7 @@ def run_approve_plan(run_id: int, version_number: int | None = None) -> Run:
     return run
 
 
-def run_pause(run_id: int, user: AbstractBaseUser) -> Run:
+def run_pause(run_id: int, user: User) -> Run:
     """Start no new step until resumed. Steps already started carry on to the end of their
     step (a step waiting for an approval goes on once it is decided); a run still planning
     makes its plan and starts none of its steps. The pause is kept in the database, so
@@ -315,7 +315,7 @@ def run_pause(run_id: int, user: AbstractBaseUser) -> Run:
     return run
 
 
-def run_resume(run_id: int, user: AbstractBaseUser) -> Run:
+def run_resume(run_id: int, user: User) -> Run:
     """Go on from a pause: the steps that became ready meanwhile start now."""
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
@@ -331,7 +331,7 @@ def run_resume(run_id: int, user: AbstractBaseUser) -> Run:
     return run
 
 
-def run_cancel(run_id: int, user: AbstractBaseUser) -> Run:
+def run_cancel(run_id: int, user: User) -> Run:
     """Stop a run for good: nothing new starts, pending approvals are withdrawn, and steps that
     are running stop at their next model or tool call. Everything up to now stays recorded."""
     with transaction.atomic():

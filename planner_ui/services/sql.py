@@ -26,6 +26,7 @@ from django.db import (
     transaction,
 )
 from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
+from django.db.models.expressions import Expression
 from django.db.models.options import Options
 from django.db.models.sql.compiler import SQLCompiler
 from django.utils.dateparse import parse_datetime
@@ -93,9 +94,19 @@ def json_loaded(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 
-def json_of(field: models.Field, value: Any) -> Any:
-    """A JSON column read back, decoded as the ORM would."""
-    return field.from_db_value(value, None, connection)
+def json_of(field: models.Field[Any, Any] | models.ForeignObjectRel, value: Any) -> Any:
+    """A JSON column read back, decoded as the ORM would (`field`: as `_meta.get_field` gives
+    it)."""
+    assert isinstance(field, models.JSONField)
+    # No expression: Django looks at it only to tell a key of the column from the column.
+    return field.from_db_value(value, None, connection)  # type: ignore[arg-type]
+
+
+def _column(field: models.Field[Any, Any]) -> str:
+    """A concrete field's column: django-stubs allows None, which only a field without a column
+    (none these statements write or read) has."""
+    assert field.column is not None
+    return field.column
 
 
 def insert(instance: models.Model) -> None:
@@ -121,7 +132,7 @@ def insert_many(instances: Sequence[models.Model]) -> None:
     keys = rows(
         f"INSERT INTO {table(type(instances[0]))} ({_columns(fields)}) "
         f"VALUES {', '.join([row] * len(instances))} "
-        f"RETURNING {connection.ops.quote_name(meta.pk.column)}",
+        f"RETURNING {connection.ops.quote_name(_column(meta.pk))}",
         values,
     )
     # Both databases return the rows of a multi-row VALUES in its order, as bulk_create assumes.
@@ -129,17 +140,19 @@ def insert_many(instances: Sequence[models.Model]) -> None:
         _inserted(instance, key)
 
 
-def _written(meta: Options, numbered: models.Field | None = None) -> list[models.Field]:
+def _written(
+    meta: Options[Any], numbered: models.Field[Any, Any] | None = None
+) -> list[models.Field[Any, Any]]:
     """The fields an INSERT of the model writes: all but its key (and `numbered`, which
     insert_numbered writes apart)."""
     return [f for f in meta.local_concrete_fields if f is not meta.pk and f is not numbered]
 
 
-def _columns(fields: Sequence[models.Field]) -> str:
-    return ", ".join(connection.ops.quote_name(f.column) for f in fields)
+def _columns(fields: Sequence[models.Field[Any, Any]]) -> str:
+    return ", ".join(connection.ops.quote_name(_column(f)) for f in fields)
 
 
-def _prepared(instance: models.Model, fields: Sequence[models.Field]) -> list[Any]:
+def _prepared(instance: models.Model, fields: Sequence[models.Field[Any, Any]]) -> list[Any]:
     """The instance's values of `fields` as an INSERT sends them (defaults, auto_now_add)."""
     return [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
 
@@ -176,6 +189,7 @@ def insert_numbered(
     has none."""
     meta = instances[0]._meta
     numbered = meta.get_field(field)
+    assert isinstance(numbered, models.Field)  # a column, not a relation's other side
     fields = _written(meta, numbered)
     count = len(instances)
     if connection.vendor != "postgresql" or count > connection.ops.bulk_batch_size(
@@ -199,7 +213,7 @@ def insert_numbered(
         f"({_columns([numbered, *fields])}) "
         f"SELECT counter.last - {count} + v.n, {', '.join(f'v.{name}' for name in names[1:])} "
         f"FROM counter, (VALUES {', '.join([row] * count)}) AS v({', '.join(names)}) "
-        f"RETURNING {quote(meta.pk.column)}, {quote(numbered.column)}) "
+        f"RETURNING {quote(_column(meta.pk))}, {quote(_column(numbered))}) "
         "SELECT inserted.*, counter.* FROM inserted, counter",
         [*params, *values],
     )
@@ -268,11 +282,10 @@ def clock_ago(seconds: float) -> tuple[str, list[Any]]:
 def datetime_of(value: Any) -> datetime | None:
     """A DATETIME column read back, aware: SQLite's driver gives a naive datetime in UTC (or the
     ORM's text where it cannot tell the column's type), PostgreSQL's an aware one."""
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    if value is None or is_aware(value):
-        return value
-    return make_aware(value, UTC)
+    found: datetime | None = parse_datetime(value) if isinstance(value, str) else value
+    if found is None or is_aware(found):
+        return found
+    return make_aware(found, UTC)
 
 
 # --- loading one row as a model instance ------------------------------------------------------
@@ -301,14 +314,15 @@ def _reader(model: type[models.Model], fields: tuple[str, ...] | None, lock: Loc
             for field in meta.concrete_fields
             if fields is None or field is meta.pk or field.attname in fields
         ]
-        columns = [field.get_col(meta.db_table) for field in chosen]
-        compiler = SQLCompiler(None, connection, connection.alias)
+        columns: list[Expression] = [field.get_col(meta.db_table) for field in chosen]
+        # No query: only the converters are wanted, which depend on the columns alone.
+        compiler = SQLCompiler(None, connection, connection.alias)  # type: ignore[arg-type]
         converters = [
             (index, funcs, expression)
             for index, (funcs, expression) in compiler.get_converters(columns).items()
         ]
-        select = ", ".join(connection.ops.quote_name(field.column) for field in chosen)
-        key_column = connection.ops.quote_name(meta.pk.column)
+        select = ", ".join(connection.ops.quote_name(_column(field)) for field in chosen)
+        key_column = connection.ops.quote_name(_column(meta.pk))
         reader = (
             f"SELECT {select} FROM {table(model)} WHERE {key_column} = %s{locking(lock)}",
             [field.attname for field in chosen],
@@ -328,7 +342,8 @@ def load(model: type[_M], pk: Any, *, fields: tuple[str, ...] | None = None, loc
     select, _, _ = _reader(model, fields, lock)
     found = rows(select, [pk])
     if not found:
-        raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")
+        # Every concrete model has its DoesNotExist; django-stubs gives it to each model only.
+        raise model.DoesNotExist(f"{model.__name__} {pk} does not exist")  # type: ignore[attr-defined]
     return instance_of(model, found[0], fields=fields)
 
 
@@ -336,7 +351,7 @@ def columns(model: type[models.Model], *, prefix: str = "") -> str:
     """Every column of the model, in the order `instance_of` reads them: what a RETURNING or a
     SELECT writes to give a whole row (`prefix`: a table's alias, with its dot)."""
     return ", ".join(
-        prefix + connection.ops.quote_name(field.column) for field in model._meta.concrete_fields
+        prefix + connection.ops.quote_name(_column(field)) for field in model._meta.concrete_fields
     )
 
 

@@ -141,7 +141,7 @@ def live_text_snapshot(run_id: int) -> list[dict[str, Any]]:
         entry = json.loads(value)
         messages.append(
             {
-                "step_id": step_id.decode(),
+                "step_id": step_id.decode() if isinstance(step_id, bytes) else step_id,
                 "iteration": entry["iteration"],
                 "offset": 0,
                 "text": entry["text"],

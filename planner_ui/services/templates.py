@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -57,7 +57,7 @@ class TemplateRefused(AgentError):
 
 def template_save(
     *,
-    user: AbstractBaseUser,
+    user: User,
     name: str,
     task: str,
     plan: Mapping[str, Any],
@@ -111,7 +111,7 @@ def template_save(
 
 def template_save_from_run(
     *,
-    user: AbstractBaseUser,
+    user: User,
     version: PlanVersion,
     name: str,
     task: str | None = None,
@@ -151,7 +151,7 @@ def _adapt_note(values: Mapping[str, str]) -> str:
     )[:MAX_NOTE_CHARS]
 
 
-def template_share(template: PlanTemplate, user: AbstractBaseUser, shared: bool) -> PlanTemplate:
+def template_share(template: PlanTemplate, user: User, shared: bool) -> PlanTemplate:
     """Share a template with every user of the site, or stop sharing it: staff decide."""
     if not user.is_staff:
         raise TemplateRefused("Only staff share templates with everyone.", field="shared")
@@ -161,7 +161,7 @@ def template_share(template: PlanTemplate, user: AbstractBaseUser, shared: bool)
     return template
 
 
-def template_delete(template: PlanTemplate, user: AbstractBaseUser) -> None:
+def template_delete(template: PlanTemplate, user: User) -> None:
     """Delete a template and its versions. Its runs stay, with the values they were filled
     with; they no longer link to it."""
     if template.owner_id != user.pk:
@@ -180,7 +180,7 @@ def version_spec(version: PlanTemplateVersion) -> TemplateSpec:
 def template_run(
     *,
     version: PlanTemplateVersion,
-    user: AbstractBaseUser,
+    user: User,
     values: Mapping[str, Any],
     options: RunOptions | None = None,
     trigger: str = Run.Trigger.FORM,
@@ -223,7 +223,7 @@ def _digest(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def template_webhook_set(template: PlanTemplate, user: AbstractBaseUser) -> str:
+def template_webhook_set(template: PlanTemplate, user: User) -> str:
     """Give the template a new webhook secret (the old one stops working) and return it: it is
     kept as a digest only, so this is the one time anybody sees it."""
     if template.owner_id != user.pk:
@@ -234,7 +234,7 @@ def template_webhook_set(template: PlanTemplate, user: AbstractBaseUser) -> str:
     return raw
 
 
-def template_webhook_clear(template: PlanTemplate, user: AbstractBaseUser) -> None:
+def template_webhook_clear(template: PlanTemplate, user: User) -> None:
     if template.owner_id != user.pk:
         raise TemplateRefused("Only the template's owner sets its webhook.", field="webhook")
     template.webhook_digest = ""
@@ -258,7 +258,7 @@ def template_for_webhook(template_id: int, raw: str) -> PlanTemplate | None:
 
 
 def template_webhook_mapping_set(
-    template: PlanTemplate, user: AbstractBaseUser, mapping: Mapping[str, str]
+    template: PlanTemplate, user: User, mapping: Mapping[str, str]
 ) -> PlanTemplate:
     """Say where in the webhook's JSON body each parameter's value is (`$.ticket.title`), or,
     with an empty mapping, that the body is the values themselves. Each name must be a
@@ -294,7 +294,7 @@ def template_webhook_values(template: PlanTemplate, body: Any) -> dict[str, Any]
 
 
 def template_trigger_policy_set(
-    template: PlanTemplate, user: AbstractBaseUser, mode: str, auto_tools: Sequence[str]
+    template: PlanTemplate, user: User, mode: str, auto_tools: Sequence[str]
 ) -> PlanTemplate:
     """What the runs the template's triggers start do with irreversible calls: checked as a
     run's policy is (RunInputError says what is wrong)."""
@@ -337,7 +337,7 @@ def template_run_by_trigger(
 
 
 def template_schedule_set(
-    template: PlanTemplate, user: AbstractBaseUser, text: str, values: Mapping[str, Any]
+    template: PlanTemplate, user: User, text: str, values: Mapping[str, Any]
 ) -> PlanTemplate:
     """Set the template's schedule and the values its runs are filled with (checked now against
     the latest version, so a schedule is not set to fail), or clear it with an empty text.
@@ -352,7 +352,7 @@ def template_schedule_set(
             next_run_at = schedule.next_after(timezone.now())
         except ScheduleError as exc:
             raise TemplateRefused(str(exc), field="schedule") from None
-        latest = template.versions.order_by("-number").first()
+        latest = template.versions.latest("number")
         template_fill(version_spec(latest), values, known_tools=sorted(tools_for_user(user)))
         given = {name: value for name, value in values.items() if value not in (None, "")}
         template.schedule, template.schedule_values = schedule.text, given
@@ -384,6 +384,8 @@ def template_schedules_due(now: datetime | None = None) -> int:
     for template in due.select_related("owner").order_by("next_run_at")[:100]:
         try:
             schedule = parse_schedule(template.schedule)
+            # Due, so it has a next time (next_run_at__lte above).
+            assert template.next_run_at is not None
             following = schedule.next_after(template.next_run_at)
             if following <= now:
                 following = schedule.next_after(now)

@@ -12,7 +12,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
@@ -41,7 +41,7 @@ def _digest(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
+def token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     """A new token for `user`; returns it with its secret, which is not kept anywhere."""
     name = name.strip()
     if not name:
@@ -61,7 +61,7 @@ def token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
     return token, raw
 
 
-def token_revoke(*, user: AbstractBaseUser, token_id: int) -> ApiToken:
+def token_revoke(*, user: User, token_id: int) -> ApiToken:
     """Revoke one of the user's tokens; another user's token does not exist for them."""
     token = ApiToken.objects.get(pk=token_id, user=user)
     if token.revoked_at is None:
@@ -82,7 +82,7 @@ def token_is_live(token_id: int) -> bool:
     ).exists()
 
 
-def token_user(raw: str) -> tuple[ApiToken, AbstractBaseUser] | None:
+def token_user(raw: str) -> tuple[ApiToken, User] | None:
     """The token and its active user for a presented secret, or None."""
     if not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None

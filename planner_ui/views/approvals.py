@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -21,6 +21,7 @@ from planner_ui.services.approvals import ApprovalRefused, ArgumentsRefused, app
 from planner_ui.services.baselines import baseline_create
 from planner_ui.services.replans import replan_accept, replan_discard
 from planner_ui.services.runs import run_cancel, run_pause, run_resume
+from planner_ui.signed_in import SignedInRequest
 from planner_ui.templatetags.approval_forms import DRAFT_ATTRIBUTE
 
 from .runs import render_run, run_action
@@ -28,7 +29,7 @@ from .runs import render_run, run_action
 
 @login_required
 @require_POST
-def approval_decide_view(request: HttpRequest, approval_id: int) -> HttpResponse:
+def approval_decide_view(request: SignedInRequest, approval_id: int) -> HttpResponse:
     # 404 for another user's request, before anything else is read.
     approval = approval_get_for_user(request.user, approval_id)
     if approval is None:
@@ -40,7 +41,7 @@ def approval_decide_view(request: HttpRequest, approval_id: int) -> HttpResponse
     # The form sends its fields and its raw JSON box both; the person's choice says which is
     # meant. A post without the choice (older pages, scripts) sends JSON, as it always did.
     mode = "fields" if request.POST.get("edit_mode") == "fields" else "json"
-    posted = {k: v for k, v in request.POST.items() if k.startswith(FIELD_PREFIX)}
+    posted = {k: request.POST.get(k, "") for k in request.POST if k.startswith(FIELD_PREFIX)}
     try:
         approval = approval_decide(
             user=request.user,
@@ -77,7 +78,7 @@ def _decided(approval: Approval) -> str:
 
 
 def _answer(
-    request: HttpRequest,
+    request: SignedInRequest,
     approval: Approval,
     *,
     notice: str = "",
@@ -107,12 +108,17 @@ def _answer(
 
 @login_required
 @require_GET
-def approvals_inbox(request: HttpRequest) -> HttpResponse:
+def approvals_inbox(request: SignedInRequest) -> HttpResponse:
     return _inbox(request, fragment=bool(request.htmx))
 
 
 def _inbox(
-    request: HttpRequest, *, fragment: bool, notice: str = "", error: str = "", status: int = 200
+    request: SignedInRequest,
+    *,
+    fragment: bool,
+    notice: str = "",
+    error: str = "",
+    status: int = 200,
 ) -> HttpResponse:
     query = request.GET if request.method == "GET" else request.POST
     run = query.get("run", "")
@@ -127,20 +133,21 @@ def _inbox(
 
 @login_required
 @require_POST
-def approvals_decide_many(request: HttpRequest) -> HttpResponse:
+def approvals_decide_many(request: SignedInRequest) -> HttpResponse:
     """Approve or reject the ticked requests, each decided and recorded on its own, with who
     decided it; what could not be decided is said, and the rest still is."""
     decision = request.POST.get("decision", "")
     ticked = request.POST.getlist("approval")
-    ids = [row_id(i) for i in ticked]
-    if None in ids:
-        wrong = ticked[ids.index(None)]
+    parsed = [row_id(i) for i in ticked]
+    if None in parsed:
+        wrong = ticked[parsed.index(None)]
         return _inbox(
             request,
             fragment=bool(request.htmx),
             error=f"{wrong[:20]!r} is not a request number: nothing was decided.",
             status=400,
         )
+    ids = [i for i in parsed if i is not None]
     if decision not in ("approve", "reject") or not ids:
         return _inbox(
             request,
@@ -177,19 +184,19 @@ def approvals_decide_many(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def approvals_count(request: HttpRequest) -> JsonResponse:
+def approvals_count(request: SignedInRequest) -> JsonResponse:
     return JsonResponse({"pending": pending_count(request.user)})
 
 
 @login_required
 @require_POST
-def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_cancel_view(request: SignedInRequest, run_id: int) -> HttpResponse:
     return run_action(request, run_id, run_cancel, "Run cancelled.")
 
 
 @login_required
 @require_POST
-def run_pause_view(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_pause_view(request: SignedInRequest, run_id: int) -> HttpResponse:
     return run_action(
         request, run_id, run_pause, "Paused: no new step starts; the steps under way finish."
     )
@@ -197,13 +204,13 @@ def run_pause_view(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_resume_view(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_resume_view(request: SignedInRequest, run_id: int) -> HttpResponse:
     return run_action(request, run_id, run_resume, "Resumed.")
 
 
 @login_required
 @require_POST
-def replan_decide_view(request: HttpRequest, run_id: int) -> HttpResponse:
+def replan_decide_view(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     action = request.POST.get("action")
     proposal_id = row_id(request.POST.get("proposal"))
@@ -234,7 +241,7 @@ def replan_decide_view(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_baseline_view(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_baseline_view(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     baseline = baseline_create(run, request.user)
     messages.success(
@@ -245,7 +252,7 @@ def run_baseline_view(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def run_compare(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_compare(request: SignedInRequest, run_id: int) -> HttpResponse:
     """The run beside its baseline; beside another of the person's runs with `?with=<id>`
     (a fork is compared with its original unless it has a baseline of its own)."""
     run = run_get_for_user(request.user, run_id)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
@@ -26,6 +28,7 @@ from planner_ui.core.evaluation import (
     suite_dump,
     suite_load,
 )
+from planner_ui.models import EvaluationSuite, Experiment
 from planner_ui.selectors.evaluations import (
     experiment_get_for_user,
     experiment_list_for_user,
@@ -42,11 +45,12 @@ from planner_ui.services.evaluations import (
     experiment_resume,
     suite_save,
 )
+from planner_ui.signed_in import SignedInRequest
 
 
 @login_required
 @require_GET
-def evaluations(request: HttpRequest) -> HttpResponse:
+def evaluations(request: SignedInRequest) -> HttpResponse:
     context = {
         "suites": suite_list_for_user(request.user),
         "shipped": sorted(shipped_suites()),
@@ -57,7 +61,7 @@ def evaluations(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def suite_new(request: HttpRequest) -> HttpResponse:
+def suite_new(request: SignedInRequest) -> HttpResponse:
     """A new suite from pasted text; ?from=<shipped suite> starts from one of those."""
     if request.method == "POST":
         content = request.POST.get("content", "")
@@ -74,7 +78,7 @@ def suite_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def suite_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
+def suite_detail(request: SignedInRequest, suite_id: int) -> HttpResponse:
     """The suite's text to edit, its tasks, and the form that starts an experiment on it."""
     row = suite_get_for_user(request.user, suite_id)
     if request.method == "POST":
@@ -95,19 +99,22 @@ def _posted_suite(request: HttpRequest) -> str:
     if upload is None:
         return request.POST.get("content", "")
     # Bytes, at most four per character: a file past that is refused unread.
-    if upload.size > 4 * MAX_SUITE_CHARS:
+    if (upload.size or 0) > 4 * MAX_SUITE_CHARS:
         raise EvaluationError(
             f"The file is larger than a suite may be ({MAX_SUITE_CHARS} characters)."
         )
     try:
-        return upload.read().decode("utf-8")
+        data: bytes = upload.read()
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise EvaluationError(
             "The file is not text in UTF-8: export the suite as YAML or JSON."
         ) from None
 
 
-def _suite_form(request: HttpRequest, row, content: str, error: str) -> HttpResponse:
+def _suite_form(
+    request: SignedInRequest, row: EvaluationSuite | None, content: str, error: str
+) -> HttpResponse:
     try:
         parsed = suite_load(content) if content and not error else None
     except EvaluationError:
@@ -125,7 +132,7 @@ def _suite_form(request: HttpRequest, row, content: str, error: str) -> HttpResp
 
 @login_required
 @require_POST
-def suite_delete(request: HttpRequest, suite_id: int) -> HttpResponse:
+def suite_delete(request: SignedInRequest, suite_id: int) -> HttpResponse:
     """Experiments on it keep their copy of it, and their results."""
     row = suite_get_for_user(request.user, suite_id)
     row.delete()
@@ -135,7 +142,7 @@ def suite_delete(request: HttpRequest, suite_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def suite_export(request: HttpRequest, suite_id: int, fmt: str) -> HttpResponse:
+def suite_export(request: SignedInRequest, suite_id: int, fmt: str) -> HttpResponse:
     """YAML as the person wrote it (comments kept); JSON as the schema dumps it."""
     row = suite_get_for_user(request.user, suite_id)
     if fmt == "yaml":
@@ -149,7 +156,7 @@ def suite_export(request: HttpRequest, suite_id: int, fmt: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def experiment_new(request: HttpRequest, suite_id: int) -> HttpResponse:
+def experiment_new(request: SignedInRequest, suite_id: int) -> HttpResponse:
     row = suite_get_for_user(request.user, suite_id)
     form = request.POST
     try:
@@ -193,7 +200,7 @@ def _usd(value: str) -> Decimal | None:
 
 @login_required
 @require_GET
-def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
+def experiment_detail(request: SignedInRequest, experiment_id: int) -> HttpResponse:
     """The results; while it runs, htmx asks again for the results part every 2 s."""
     experiment = experiment_get_for_user(request.user, experiment_id)
     results = experiment_results(experiment)
@@ -206,7 +213,7 @@ def experiment_detail(request: HttpRequest, experiment_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def experiment_cancel_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
+def experiment_cancel_view(request: SignedInRequest, experiment_id: int) -> HttpResponse:
     experiment = experiment_get_for_user(request.user, experiment_id)
     experiment_cancel(experiment.pk, request.user)
     return redirect("experiment_detail", experiment_id=experiment.pk)
@@ -214,17 +221,19 @@ def experiment_cancel_view(request: HttpRequest, experiment_id: int) -> HttpResp
 
 @login_required
 @require_POST
-def experiment_pause_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
+def experiment_pause_view(request: SignedInRequest, experiment_id: int) -> HttpResponse:
     return _steer(request, experiment_id, experiment_pause)
 
 
 @login_required
 @require_POST
-def experiment_resume_view(request: HttpRequest, experiment_id: int) -> HttpResponse:
+def experiment_resume_view(request: SignedInRequest, experiment_id: int) -> HttpResponse:
     return _steer(request, experiment_id, experiment_resume)
 
 
-def _steer(request: HttpRequest, experiment_id: int, action) -> HttpResponse:
+def _steer(
+    request: SignedInRequest, experiment_id: int, action: Callable[[int, User], Experiment]
+) -> HttpResponse:
     experiment = experiment_get_for_user(request.user, experiment_id)
     try:
         action(experiment.pk, request.user)
@@ -235,7 +244,7 @@ def _steer(request: HttpRequest, experiment_id: int, action) -> HttpResponse:
 
 @login_required
 @require_GET
-def experiment_export(request: HttpRequest, experiment_id: int, fmt: str) -> HttpResponse:
+def experiment_export(request: SignedInRequest, experiment_id: int, fmt: str) -> HttpResponse:
     """JSON: the figures per arm and every slot. CSV: one line per slot, for a spreadsheet."""
     experiment = experiment_get_for_user(request.user, experiment_id)
     results = experiment_results(experiment)

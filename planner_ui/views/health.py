@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection, connections
@@ -56,13 +57,13 @@ def ready_response(request: HttpRequest, *, details_allowed: bool) -> JsonRespon
         {"database": _database, "redis": _redis, "workers": _workers, "sweep": _sweep}
     )
     ready = checks["database"]["ok"]
-    body: dict = {"ready": ready}
+    body: dict[str, Any] = {"ready": ready}
     if details_allowed and ready and request.user.is_active and request.user.is_staff:
         body["checks"] = checks
     return JsonResponse(body, status=200 if ready else 503)
 
 
-def _run_checks(checks: dict[str, Callable[[], dict]]) -> dict[str, dict]:
+def _run_checks(checks: dict[str, Callable[[], dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     started = {name: _checks.submit(_closing, check) for name, check in checks.items()}
     deadline = time.monotonic() + READY_DEADLINE_S
     results = {}
@@ -74,7 +75,7 @@ def _run_checks(checks: dict[str, Callable[[], dict]]) -> dict[str, dict]:
     return results
 
 
-def _closing(check: Callable[[], dict]) -> dict:
+def _closing(check: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run a check and give back the database connection its thread opened: a thread of the
     pool outlives the request, and a connection it kept would stay out of PostgreSQL's
     connection pool for good (four of them took the whole pool, and the next request that read
@@ -85,7 +86,7 @@ def _closing(check: Callable[[], dict]) -> dict:
         connections.close_all()
 
 
-def _database() -> dict:
+def _database() -> dict[str, Any]:
     try:
         if connection.vendor == "postgresql":
             _postgresql_answers()
@@ -111,7 +112,7 @@ def _postgresql_answers() -> None:
         raise DatabaseError(str(exc)) from exc
 
 
-def _redis() -> dict:
+def _redis() -> dict[str, Any]:
     try:
         redis_client().ping()
         return {"ok": True}
@@ -119,7 +120,7 @@ def _redis() -> dict:
         return {"ok": False, "error": f"Redis (REDIS_URL) does not answer: {exc}"}
 
 
-def _workers() -> dict:
+def _workers() -> dict[str, Any]:
     alive = workers_alive()
     if alive is None:
         return {"ok": False, "error": "cannot ask Redis which workers are alive"}
@@ -132,7 +133,7 @@ def _workers() -> dict:
     return {"ok": True, "alive": alive}
 
 
-def _sweep() -> dict:
+def _sweep() -> dict[str, Any]:
     """When the fleet last swept (information: pages serve without it)."""
     since = seconds_since_sweep()
     if since is None:

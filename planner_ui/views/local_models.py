@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http import HttpResponse, HttpResponseForbidden
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -15,11 +15,12 @@ from planner_ui.services.local_models import (
     local_model_start,
     local_model_stop,
 )
+from planner_ui.signed_in import SignedInRequest
 
 
 @login_required
 @require_GET
-def local_models(request: HttpRequest) -> HttpResponse:
+def local_models(request: SignedInRequest) -> HttpResponse:
     if not request.user.is_staff:
         return HttpResponseForbidden("Only an administrator manages local models.")
     context = {"local": local_models_panel()}
@@ -28,7 +29,7 @@ def local_models(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def local_model_start_view(request: HttpRequest) -> HttpResponse:
+def local_model_start_view(request: SignedInRequest) -> HttpResponse:
     try:
         model = local_model_start(
             user=request.user,
@@ -43,7 +44,7 @@ def local_model_start_view(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def local_model_stop_view(request: HttpRequest, model_id: int) -> HttpResponse:
+def local_model_stop_view(request: SignedInRequest, model_id: int) -> HttpResponse:
     try:
         model = local_model_stop(user=request.user, model_id=model_id)
     except LocalModelRefused as exc:
@@ -52,7 +53,7 @@ def local_model_stop_view(request: HttpRequest, model_id: int) -> HttpResponse:
 
 
 def _answer(
-    request: HttpRequest, *, notice: str = "", error: str = "", model_path: str = ""
+    request: SignedInRequest, *, notice: str = "", error: str = "", model_path: str = ""
 ) -> HttpResponse:
     """The panel for htmx; without JavaScript, back to the form with the outcome. A refusal
     is 403 for someone who is not an administrator (they have no panel), else 400."""

@@ -8,7 +8,8 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.contrib.auth.models import User
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -24,12 +25,13 @@ from planner_ui.services.mcp import (
     mcp_tool_set_effect,
     review_digest,
 )
+from planner_ui.signed_in import SignedInRequest
 from planner_ui.tools.mcp import tool_name
 
 
 @login_required
 @require_GET
-def mcp_servers(request: HttpRequest) -> HttpResponse:
+def mcp_servers(request: SignedInRequest) -> HttpResponse:
     servers = mcp_servers_for_user(request.user)
     for server in servers:
         server.manageable = _may_manage(request.user, server)
@@ -50,7 +52,7 @@ def mcp_servers(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def mcp_server_new(request: HttpRequest) -> HttpResponse:
+def mcp_server_new(request: SignedInRequest) -> HttpResponse:
     try:
         server = mcp_server_register(
             user=request.user,
@@ -75,7 +77,7 @@ def mcp_server_new(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def mcp_server_check_view(request: HttpRequest, server_id: int) -> HttpResponse:
+def mcp_server_check_view(request: SignedInRequest, server_id: int) -> HttpResponse:
     server = _managed_server(request, server_id)
     server = mcp_server_check(server)
     if server.problem:
@@ -94,7 +96,7 @@ def mcp_server_check_view(request: HttpRequest, server_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def mcp_server_remove_view(request: HttpRequest, server_id: int) -> HttpResponse:
+def mcp_server_remove_view(request: SignedInRequest, server_id: int) -> HttpResponse:
     server = _managed_server(request, server_id)
     name = server.name
     count = mcp_server_remove(server)
@@ -108,7 +110,7 @@ def mcp_server_remove_view(request: HttpRequest, server_id: int) -> HttpResponse
 
 @login_required
 @require_POST
-def mcp_tool_update(request: HttpRequest, tool_id: int) -> HttpResponse:
+def mcp_tool_update(request: SignedInRequest, tool_id: int) -> HttpResponse:
     tool = McpServerTool.objects.select_related("server").filter(pk=tool_id).first()
     if tool is None or not _may_manage(request.user, tool.server):
         raise Http404("No such tool.")
@@ -128,11 +130,11 @@ def _schema_text(schema: object) -> str:
     return json.dumps(schema, indent=2, ensure_ascii=False, sort_keys=True) if schema else ""
 
 
-def _may_manage(user: object, server: McpServer) -> bool:
+def _may_manage(user: User, server: McpServer) -> bool:
     return server.owner_id == user.pk or (server.owner_id is None and user.is_staff)
 
 
-def _managed_server(request: HttpRequest, server_id: int) -> McpServer:
+def _managed_server(request: SignedInRequest, server_id: int) -> McpServer:
     server = McpServer.objects.filter(pk=server_id).first()
     if server is None or not _may_manage(request.user, server):
         raise Http404("No such server.")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -30,6 +30,7 @@ from planner_ui.models import PlanProposal, PlanVersion
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.services.plans import PlanConflict, plan_edit, plan_export, plan_import, plan_undo
 from planner_ui.services.proposals import proposal_accept, proposal_discard, proposal_request
+from planner_ui.signed_in import SignedInRequest
 
 from .runs import render_run
 
@@ -88,7 +89,7 @@ def _edit_from_form(data: QueryDict) -> Edit:
 
 
 def _respond(
-    request: HttpRequest, run_id: int, *, notice: str = "", error: str = "", status: int = 200
+    request: SignedInRequest, run_id: int, *, notice: str = "", error: str = "", status: int = 200
 ) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     if request.htmx:
@@ -112,7 +113,7 @@ def _base_version(data: QueryDict) -> int:
 
 
 def _save_and_respond(
-    request: HttpRequest, run_id: int, save: Callable[[], PlanVersion | str], refused: str
+    request: SignedInRequest, run_id: int, save: Callable[[], PlanVersion | str], refused: str
 ) -> HttpResponse:
     """Run one change and answer with its outcome; every refusal says why and changes nothing.
 
@@ -133,7 +134,7 @@ def _save_and_respond(
 
 @login_required
 @require_POST
-def plan_change(request: HttpRequest, run_id: int) -> HttpResponse:
+def plan_change(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
 
     def save() -> PlanVersion:
@@ -147,14 +148,14 @@ def plan_change(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def plan_import_view(request: HttpRequest, run_id: int) -> HttpResponse:
+def plan_import_view(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
 
     def save() -> PlanVersion:
         base = _base_version(request.POST)
         upload = request.FILES.get("plan_file")
         if upload is not None:
-            if upload.size > MAX_IMPORT_BYTES:
+            if (upload.size or 0) > MAX_IMPORT_BYTES:
                 raise PlanValidationError(
                     [f"the file is {upload.size} bytes; at most {MAX_IMPORT_BYTES}"]
                 )
@@ -170,7 +171,7 @@ def plan_import_view(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def plan_json(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
+def plan_json(request: SignedInRequest, run_id: int, number: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     version = get_object_or_404(run.plan_versions, number=number)
     response = HttpResponse(plan_export(version), content_type="application/json")
@@ -180,9 +181,10 @@ def plan_json(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def plan_diff_view(request: HttpRequest, run_id: int) -> HttpResponse:
+def plan_diff_view(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
-    versions = {v.number: v for v in run.plan_versions.all()}
+    # Looked up by what was asked for, which may be no number: that is a KeyError too.
+    versions: dict[int | None, PlanVersion] = {v.number: v for v in run.plan_versions.all()}
     try:
         old, new = (
             versions[row_id(request.GET.get("from"))],
@@ -213,15 +215,15 @@ CHOICE_PREFIX = "choice:"
 
 def _choices(data: QueryDict) -> dict[str, str]:
     return {
-        name.removeprefix(CHOICE_PREFIX): value
-        for name, value in data.items()
+        name.removeprefix(CHOICE_PREFIX): data.get(name, "")
+        for name in data
         if name.startswith(CHOICE_PREFIX)
     }
 
 
 @login_required
 @require_POST
-def plan_revision(request: HttpRequest, run_id: int) -> HttpResponse:
+def plan_revision(request: SignedInRequest, run_id: int) -> HttpResponse:
     """Ask the planner for a revision, or accept or discard the one it proposed."""
     run = run_get_for_user(request.user, run_id)
 

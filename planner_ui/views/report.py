@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -18,6 +18,7 @@ from planner_ui.selectors.report import (
 )
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.selectors.timeline import run_timeline
+from planner_ui.signed_in import SignedInRequest
 
 REPORT_KINDS = {
     "json": "application/json",
@@ -28,7 +29,7 @@ REPORT_KINDS = {
 
 @login_required
 @require_GET
-def run_report_download(request: HttpRequest, run_id: int, kind: str) -> HttpResponse:
+def run_report_download(request: SignedInRequest, run_id: int, kind: str) -> HttpResponse:
     # The kind ends up in the file name of a header: only the three there are.
     if kind not in REPORT_KINDS:
         raise Http404("A report downloads as report.json, report.md or report.html.")
@@ -48,7 +49,7 @@ def run_report_download(request: HttpRequest, run_id: int, kind: str) -> HttpRes
 
 @login_required
 @require_GET
-def run_timeline_part(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_timeline_part(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     context = {"run": run, "timeline": run_timeline(run), "oob": True}
     return render(request, "planner_ui/_run_timeline.html", context)

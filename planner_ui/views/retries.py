@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -13,13 +13,14 @@ from django.views.decorators.http import require_POST
 from planner_ui.core.errors import InvalidTransition
 from planner_ui.selectors.runs import run_get_for_user
 from planner_ui.services.retries import run_fork, step_retry
+from planner_ui.signed_in import SignedInRequest
 
 from .runs import render_run, run_action
 
 
 @login_required
 @require_POST
-def step_retry_view(request: HttpRequest, run_id: int, step_id: str) -> HttpResponse:
+def step_retry_view(request: SignedInRequest, run_id: int, step_id: str) -> HttpResponse:
     downstream = request.POST.get("downstream") == "on"
     done = f"Step '{step_id}' runs again" + (", and the steps after it." if downstream else ".")
     return run_action(
@@ -38,7 +39,7 @@ def step_retry_view(request: HttpRequest, run_id: int, step_id: str) -> HttpResp
 
 @login_required
 @require_POST
-def run_fork_view(request: HttpRequest, run_id: int, step_id: str) -> HttpResponse:
+def run_fork_view(request: SignedInRequest, run_id: int, step_id: str) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     try:
         fork = run_fork(run_id=run.pk, step_id=step_id, user=request.user)

@@ -82,6 +82,7 @@ from planner_ui.selectors.usage import model_suggestions, run_usage
 from planner_ui.services.plans import PlanConflict
 from planner_ui.services.providers import routes_for_run
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create, run_start_from
+from planner_ui.signed_in import SignedInRequest
 from planner_ui.tools import COMMANDS, REGISTRY, Tool
 
 RUNS_PER_PAGE = 20
@@ -90,13 +91,17 @@ RUNS_PER_PAGE = 20
 MAX_CARDS_PER_REQUEST = MAX_STEPS + 1
 
 
+# The allowed-hosts field's length: every host of a run, each with its comma and space.
+ALLOWED_HOSTS_CHARS = MAX_ALLOWED_HOSTS * (MAX_HOST_ENTRY_CHARS + 2)
+
+
 class AllowedHostsFields(forms.Form):
     """The run's allowed hosts on the form, apart so the page can refill them as the task is
     typed without building the whole form."""
 
     allowed_hosts = forms.CharField(
         required=False,
-        max_length=MAX_ALLOWED_HOSTS * (MAX_HOST_ENTRY_CHARS + 2),
+        max_length=ALLOWED_HOSTS_CHARS,
         label="Hosts it may read from without asking",
         help_text="Filled in from the hosts your task names; a read from any other host waits "
         "for you with its exact URL. Separate hosts with commas; host or host:port.",
@@ -177,7 +182,9 @@ class TaskForm(AllowedHostsFields):
         super().__init__(*args, **kwargs)
         if user is not None:
             # The irreversible tools of the person's MCP servers too, as the run accepts them.
-            self.fields["auto_tools"].choices = _irreversible_choices(tools_for_user(user))
+            auto_tools = self.fields["auto_tools"]
+            assert isinstance(auto_tools, forms.MultipleChoiceField)
+            auto_tools.choices = _irreversible_choices(tools_for_user(user))
         self.fields["replan_mode"].initial = settings.AGENTSITE_REPLAN_MODE
         self.fields["max_replans"].initial = settings.AGENTSITE_MAX_REPLANS
         # The configured default budget is filled in, and a person may clear it.
@@ -211,7 +218,7 @@ class TaskForm(AllowedHostsFields):
         )
 
     def clean_task(self) -> str:
-        task = self.cleaned_data["task"]
+        task: str = self.cleaned_data["task"]
         if refusal := too_long("The task", task, settings.AGENTSITE_MAX_TASK_CHARS):
             raise forms.ValidationError(refusal)
         return task
@@ -280,18 +287,18 @@ def _form_context(form: TaskForm, user: Any) -> dict[str, Any]:
 
 @login_required
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: SignedInRequest) -> HttpResponse:
     form = TaskForm(user=request.user)
     return render(request, "planner_ui/home.html", _form_context(form, request.user))
 
 
 @login_required
 @require_POST
-def run_new_hosts(request: HttpRequest) -> HttpResponse:
+def run_new_hosts(request: SignedInRequest) -> HttpResponse:
     """The allowed-hosts field again, filled in from the task as typed so far, unless the
     person has edited it (htmx swaps it in while they type the task)."""
     task = request.POST.get("task", "")[: settings.AGENTSITE_MAX_TASK_CHARS]
-    limit = AllowedHostsFields.base_fields["allowed_hosts"].max_length
+    limit = ALLOWED_HOSTS_CHARS
     shown = request.POST.get("allowed_hosts", "")[:limit]
     filled = request.POST.get("allowed_hosts_auto", "")[:limit]
     if shown.strip() == filled.strip():
@@ -302,7 +309,7 @@ def run_new_hosts(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_new_similar(request: HttpRequest) -> HttpResponse:
+def run_new_similar(request: SignedInRequest) -> HttpResponse:
     """The past plans closest to the task as typed so far, to start from (htmx swaps them in
     under the task): the templates the person may see and their own runs that succeeded."""
     task = request.POST.get("task", "")[: settings.AGENTSITE_MAX_TASK_CHARS]
@@ -312,7 +319,7 @@ def run_new_similar(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_new_from(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_new_from(request: SignedInRequest, run_id: int) -> HttpResponse:
     """The task form, submitted to start from the plan of the person's run `run_id`: the run
     is made with that plan as its first version, for review, and the planner is skipped."""
     source = run_get_for_user(request.user, run_id)
@@ -329,7 +336,7 @@ def run_new_from(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_new(request: HttpRequest) -> HttpResponse:
+def run_new(request: SignedInRequest) -> HttpResponse:
     form = TaskForm(request.POST, user=request.user)
     if form.is_valid():
         try:
@@ -372,18 +379,19 @@ def history_filters(query: Mapping[str, str]) -> RunFilters:
 
 @login_required
 @require_GET
-def run_list(request: HttpRequest) -> HttpResponse:
+def run_list(request: SignedInRequest) -> HttpResponse:
     filters = history_filters(request.GET)
     runs = run_list_for_user(request.user, filters=filters)
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     # The filters in use, without the empty fields a form sends: the URL to share or go back to.
     kept = QueryDict(mutable=True)
-    for name, value in request.GET.items():
+    for name in request.GET:
+        value = request.GET.get(name, "")
         if value.strip() and name != "page":
             kept[name] = value
     context = {
         "page": page,
-        "active_s": _active_seconds(page.object_list),
+        "active_s": _active_seconds(page),
         "filters": filters,
         "filtered": filters != RunFilters(),
         "filters_query": kept.urlencode(),
@@ -523,7 +531,7 @@ def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[
 
 @login_required
 @require_GET
-def run_step_cards(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_step_cards(request: SignedInRequest, run_id: int) -> HttpResponse:
     """The cards of the steps an event changed (`?steps=a,b`), to be swapped in out of band:
     the same template as the first render, so the two can never drift apart."""
     run = run_get_for_user(request.user, run_id)
@@ -536,7 +544,7 @@ def run_step_cards(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_detail(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     # htmx asks for the live part alone when the plan or the run's status changes.
     return render_run(request, run, fragment=bool(request.htmx))
@@ -544,7 +552,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def run_approve(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_approve(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     # Without a version, the current one (runtask and old pages); with one, exactly that.
     version = request.POST.get("version")
@@ -560,7 +568,7 @@ def run_approve(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def run_action(
-    request: HttpRequest, run_id: int, action: Callable[[int, Any], Run], done: str
+    request: SignedInRequest, run_id: int, action: Callable[[int, Any], Run], done: str
 ) -> HttpResponse:
     """Do `action` to the user's run: the updated page (or its fragment, for htmx) with
     `done` on top, or the refusal with 409."""

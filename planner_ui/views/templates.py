@@ -11,7 +11,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -58,6 +58,7 @@ from planner_ui.services.templates import (
     template_webhook_set,
     version_spec,
 )
+from planner_ui.signed_in import SignedInRequest
 
 from .runs import TaskForm
 
@@ -105,7 +106,7 @@ class SaveTemplateForm(forms.Form):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def template_new_from_run(request: HttpRequest, run_id: int) -> HttpResponse:
+def template_new_from_run(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     versions = {v.number: v for v in run.plan_versions.all()}
     if not versions:
@@ -116,12 +117,13 @@ def template_new_from_run(request: HttpRequest, run_id: int) -> HttpResponse:
         form = SaveTemplateForm(initial={"task": task, "version": number})
         return render(request, "planner_ui/template_new.html", {"run": run, "form": form})
     form = SaveTemplateForm(request.POST)
+    version = None
     if form.is_valid():
         replace = form.replacements()
         version = versions.get(form.cleaned_data["version"])
         if version is None:
             form.add_error(None, "This run has no such plan version.")
-    if form.is_valid():
+    if form.is_valid() and version is not None:
         try:
             saved = template_save_from_run(
                 user=request.user,
@@ -161,7 +163,7 @@ class ImportTemplateForm(forms.Form):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def template_list(request: HttpRequest) -> HttpResponse:
+def template_list(request: SignedInRequest) -> HttpResponse:
     """The templates; POST imports one from JSON (a new version under a name you have)."""
     form = ImportTemplateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -200,7 +202,7 @@ def _listed(parameters: object) -> list[Any]:
 
 @login_required
 @require_GET
-def template_version_json(request: HttpRequest, template_id: int, number: int) -> HttpResponse:
+def template_version_json(request: SignedInRequest, template_id: int, number: int) -> HttpResponse:
     """A version as JSON, as the import takes it back."""
     template = template_get_for_user(request.user, template_id)
     version = _version_of(template, str(number))
@@ -350,7 +352,7 @@ class VersionForm(forms.Form):
 
 
 def _detail_context(
-    request: HttpRequest,
+    request: SignedInRequest,
     template: PlanTemplate,
     version: PlanTemplateVersion,
     run_form: RunTemplateForm | None = None,
@@ -406,7 +408,7 @@ def _version_of(template: PlanTemplate, raw: str | None) -> PlanTemplateVersion:
 
 @login_required
 @require_GET
-def template_detail(request: HttpRequest, template_id: int) -> HttpResponse:
+def template_detail(request: SignedInRequest, template_id: int) -> HttpResponse:
     template = template_get_for_user(request.user, template_id)
     version = _version_of(template, request.GET.get("v"))
     context = _detail_context(request, template, version)
@@ -421,7 +423,7 @@ def template_detail(request: HttpRequest, template_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def template_run_view(request: HttpRequest, template_id: int) -> HttpResponse:
+def template_run_view(request: SignedInRequest, template_id: int) -> HttpResponse:
     template = template_get_for_user(request.user, template_id)
     version = _version_of(template, request.POST.get("version"))
     form = RunTemplateForm(request.POST, parameters=version_spec(version).parameters)
@@ -456,7 +458,7 @@ def template_run_view(request: HttpRequest, template_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def template_version_new(request: HttpRequest, template_id: int) -> HttpResponse:
+def template_version_new(request: SignedInRequest, template_id: int) -> HttpResponse:
     template = template_get_owned(request.user, template_id)
     latest = _version_of(template, None)
     form = VersionForm(request.POST, parameters=version_spec(latest).parameters)
@@ -487,7 +489,7 @@ def template_version_new(request: HttpRequest, template_id: int) -> HttpResponse
 
 @login_required
 @require_POST
-def template_share_view(request: HttpRequest, template_id: int) -> HttpResponse:
+def template_share_view(request: SignedInRequest, template_id: int) -> HttpResponse:
     template = template_get_for_user(request.user, template_id)
     try:
         template_share(template, request.user, request.POST.get("shared") == "1")
@@ -501,7 +503,7 @@ def template_share_view(request: HttpRequest, template_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def template_webhook_view(request: HttpRequest, template_id: int) -> HttpResponse:
+def template_webhook_view(request: SignedInRequest, template_id: int) -> HttpResponse:
     """Make (or replace) the webhook's secret and show it once on the next GET, or turn the
     webhook off."""
     template = template_get_owned(request.user, template_id)
@@ -516,7 +518,7 @@ def template_webhook_view(request: HttpRequest, template_id: int) -> HttpRespons
 
 @login_required
 @require_POST
-def template_delete_view(request: HttpRequest, template_id: int) -> HttpResponse:
+def template_delete_view(request: SignedInRequest, template_id: int) -> HttpResponse:
     template = template_get_owned(request.user, template_id)
     template_delete(template, request.user)
     messages.success(
@@ -544,7 +546,9 @@ class TriggerPolicyForm(forms.Form):
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         tools = tools_for_user(user)
-        self.fields["auto_tools"].choices = [
+        auto_tools = self.fields["auto_tools"]
+        assert isinstance(auto_tools, forms.MultipleChoiceField)
+        auto_tools.choices = [
             (name, f"{name} ({tool.effect})")
             for name, tool in sorted(tools.items())
             if tool.irreversible
@@ -553,7 +557,7 @@ class TriggerPolicyForm(forms.Form):
 
 @login_required
 @require_POST
-def template_trigger_policy_view(request: HttpRequest, template_id: int) -> HttpResponse:
+def template_trigger_policy_view(request: SignedInRequest, template_id: int) -> HttpResponse:
     template = template_get_owned(request.user, template_id)
     form = TriggerPolicyForm(request.POST, user=request.user)
     if form.is_valid():
@@ -578,7 +582,7 @@ def template_trigger_policy_view(request: HttpRequest, template_id: int) -> Http
 
 @login_required
 @require_POST
-def template_webhook_mapping_view(request: HttpRequest, template_id: int) -> HttpResponse:
+def template_webhook_mapping_view(request: SignedInRequest, template_id: int) -> HttpResponse:
     """Where in the webhook's body each value is: one `parameter = $.path` per line; empty
     lines only, and the body is the values themselves."""
     template = template_get_owned(request.user, template_id)
@@ -607,7 +611,7 @@ class ScheduleForm(forms.Form):
     )
 
     def __init__(self, *args: Any, parameters: list[TemplateParameter], **kwargs: Any) -> None:
-        super().__init__(*args, prefix="schedule", **kwargs)
+        super().__init__(*args, **{**kwargs, "prefix": "schedule"})
         self.parameters = parameters
         for param in parameters:
             self.fields[_field(param.name)] = _parameter_field(param)
@@ -627,7 +631,7 @@ def _schedule_form(template: PlanTemplate, parameters: list[TemplateParameter]) 
 
 @login_required
 @require_POST
-def template_schedule_view(request: HttpRequest, template_id: int) -> HttpResponse:
+def template_schedule_view(request: SignedInRequest, template_id: int) -> HttpResponse:
     template = template_get_owned(request.user, template_id)
     latest = _version_of(template, None)
     form = ScheduleForm(request.POST, parameters=version_spec(latest).parameters)

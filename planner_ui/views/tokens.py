@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from planner_ui.models import ApiToken
 from planner_ui.services.tokens import TokenRefused, token_create, token_revoke
+from planner_ui.signed_in import SignedInRequest
 
 # Where a token just made waits for the page that shows it: the next GET takes it out.
 NEW_TOKEN_KEY = "api_token_made"
@@ -18,7 +19,7 @@ NEW_TOKEN_KEY = "api_token_made"
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def api_tokens(request: HttpRequest) -> HttpResponse:
+def api_tokens(request: SignedInRequest) -> HttpResponse:
     """POST makes a token and redirects, so reloading the page never makes another; the GET
     after it shows the token once, from the session, which forgets it as it is shown."""
     if request.method == "POST":
@@ -41,7 +42,7 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def api_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+def api_token_revoke(request: SignedInRequest, token_id: int) -> HttpResponse:
     try:
         token = token_revoke(user=request.user, token_id=token_id)
     except ApiToken.DoesNotExist:
