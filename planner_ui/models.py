@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -288,16 +287,6 @@ class Step(models.Model):
     )
 
     objects = StepQuerySet.as_manager()
-
-    # Not columns: what views.runs sets on each step it shows a card of (_step_card.html).
-    calls: list[dict[str, Any]]
-    approvals: list[Approval]
-    output_long: bool
-    editable: bool
-    locked_reason: str
-    retryable: bool
-    forkable: bool
-    worker_lost: bool
 
     class Meta:
         ordering = ["run", "position"]

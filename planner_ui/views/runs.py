@@ -85,6 +85,8 @@ from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 from planner_ui.signed_in import SignedInRequest
 from planner_ui.tools import COMMANDS, REGISTRY, Tool
 
+from .step_cards import step_card
+
 RUNS_PER_PAGE = 20
 # A refresh asks for the cards of the steps that changed since the last one; a plan holds at
 # most MAX_STEPS steps and the synthesizer.
@@ -437,15 +439,15 @@ def render_run(
         proposal_diff = plan_diff(
             Plan.model_validate(versions[-1].plan), Plan.model_validate(shown.plan)
         )
+    cards = _cards_context(run, steps, tools)
     context = {
         "run": run,
-        "steps": steps,
         "graph": run_graph(run, tools),
         "versions": versions,
         "current_version": versions[-1] if versions else None,
         "proposal": proposal,
         "replan": replan,
-        "failed_steps": [s for s in steps if s.status == StepStatus.FAILED],
+        "failed_steps": [s for s in cards["steps"] if s.status == StepStatus.FAILED],
         "proposal_diff": proposal_diff,
         **proposal_review(proposal, versions),
         "usage": run_usage(run),
@@ -456,7 +458,7 @@ def render_run(
             run.result.count("\n") >= RESULT_FOLD_LINES or len(run.result) > RESULT_FOLD_CHARS
         ),
         **run_approvals(run),
-        **_cards_context(run, steps, tools),
+        **cards,
         # The buttons offered: what the services would do now (core.run_rules).
         "may_pause": pause_refusal(run) is None,
         "may_resume": resume_refusal(run) is None,
@@ -480,7 +482,7 @@ RESULT_FOLD_CHARS = 1500
 
 
 def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[str, Any]:
-    """What _step_card.html needs besides its step; the cards' tool calls are set on them."""
+    """The steps' cards (`steps`) and what _step_card.html needs besides."""
     calls = tool_calls_by_step(run, [s.step_id for s in steps])
     approvals = approvals_by_step(run, [s.step_id for s in steps])
     lost_before = timezone.now() - timedelta(seconds=settings.AGENTSITE_STEP_LEASE_S)
@@ -493,30 +495,36 @@ def _cards_context(run: Run, steps: list[Step], tools: dict[str, Tool]) -> dict[
         deps = {step_id: depends_on for step_id, depends_on, _ in rows}
         statuses = {step_id: status for step_id, _, status in rows}
         forkable = forkable_steps(deps, statuses)
+    cards = []
     for step in steps:
-        step.calls = calls.get(step.step_id, [])
-        step.approvals = approvals.get(step.step_id, [])
-        # Folded to a few lines in the panel, with "Show more".
-        step.output_long = (
-            step.output.count("\n") >= OUTPUT_FOLD_LINES or len(step.output) > OUTPUT_FOLD_CHARS
-        )
         locked = step_change_refusal(step.status)
-        step.editable = editable and locked is None and step.role != "synthesizer"
+        locked_reason = ""
         if editable and locked and step.role != "synthesizer":
-            step.locked_reason = (
+            locked_reason = (
                 f"its output was reused from run {step.reused_from_id}"
                 if step.reused_from_id
                 else locked
             )
-        step.retryable = retries and step_retry_refusal(step.step_id, step.status) is None
-        step.forkable = forks and step.step_id in forkable
-        # Its worker stopped refreshing the heartbeat: the sweep hands the step to another.
-        step.worker_lost = (
-            step.status == StepStatus.RUNNING
-            and step.heartbeat_at is not None
-            and step.heartbeat_at < lost_before
+        card = step_card(
+            step,
+            calls=calls.get(step.step_id, []),
+            approvals=approvals.get(step.step_id, []),
+            output_long=(
+                step.output.count("\n") >= OUTPUT_FOLD_LINES or len(step.output) > OUTPUT_FOLD_CHARS
+            ),
+            editable=editable and locked is None and step.role != "synthesizer",
+            locked_reason=locked_reason,
+            retryable=retries and step_retry_refusal(step.step_id, step.status) is None,
+            forkable=forks and step.step_id in forkable,
+            worker_lost=(
+                step.status == StepStatus.RUNNING
+                and step.heartbeat_at is not None
+                and step.heartbeat_at < lost_before
+            ),
         )
+        cards.append(card)
     return {
+        "steps": cards,
         "plan_editable": editable,
         # Reversed once: every edit form posts here, four a step.
         "change_url": reverse("plan_change", args=[run.pk]),
@@ -538,7 +546,7 @@ def run_step_cards(request: SignedInRequest, run_id: int) -> HttpResponse:
     wanted = [s for s in request.GET.get("steps", "").split(",") if s][:MAX_CARDS_PER_REQUEST]
     steps = list(run.steps.filter(step_id__in=wanted))
     cards = _cards_context(run, steps, tools_for_run(run))
-    context = {"run": run, "steps": steps, "oob": True, **cards}
+    context = {"run": run, "oob": True, **cards}
     return render(request, "planner_ui/_step_cards.html", context)
 
 

@@ -1,0 +1,50 @@
+"""A step as its card on the run page shows it (_step_card.html): the one step shape
+(core.step_record.StepRecord) with what else its row says and what the card offers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import ConfigDict
+
+from planner_ui.core.step_record import StepRecord
+from planner_ui.models import Approval, Step
+from planner_ui.selectors.step_record import record_fields
+
+
+class StepCard(StepRecord):
+    model_config = ConfigDict(arbitrary_types_allowed=True)  # its approvals are rows
+
+    status_label: str
+    tokens_cache_read: int
+    duration_s: float | None
+    # The run whose output it reused, in a fork; its worker's last sign of life.
+    reused_from_id: int | None
+    heartbeat_at: datetime | None
+    # Its tool calls and results from the log, and its approvals, oldest first.
+    calls: list[dict[str, Any]]
+    approvals: list[Approval]
+    # Folded to a few lines, with "Show more".
+    output_long: bool
+    editable: bool
+    # Why it may not be edited, where the plan otherwise may be.
+    locked_reason: str
+    retryable: bool
+    forkable: bool
+    # Its worker stopped refreshing the heartbeat: the sweep hands the step to another.
+    worker_lost: bool
+
+
+def step_card(step: Step, **offers: Any) -> StepCard:
+    """The card of `step`, with what the page worked out for it (`offers`: calls, approvals,
+    output_long, editable, locked_reason, retryable, forkable, worker_lost)."""
+    return StepCard(
+        **record_fields(step),
+        status_label=step.get_status_display(),
+        tokens_cache_read=step.tokens_cache_read,
+        duration_s=step.duration_s,
+        reused_from_id=step.reused_from_id,
+        heartbeat_at=step.heartbeat_at,
+        **offers,
+    )
