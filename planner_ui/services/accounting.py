@@ -21,7 +21,7 @@ from planner_ui.providers.metered import CallRecord, MeteredProvider
 from planner_ui.selectors.prices import price_table
 
 from . import sql
-from .event_buffer import EventBuffer
+from .event_buffer import Event, EventBuffer
 from .events import events_append
 from .scheduler import run_fail
 
@@ -120,7 +120,7 @@ def call_record(
     status, tokens_in, tokens_out, spent = sql.update_with(
         _ADD_TO_RUN, [*usage_params, run_id], along=calls
     )
-    event = [
+    event: list[Event] = [
         (
             EventType.MODEL_CALL,
             {
