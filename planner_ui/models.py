@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from enum import StrEnum
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -22,7 +24,7 @@ from planner_ui.core.status import (
 from planner_ui.model_fields import ClampedDecimalField
 
 
-def _choices(enum: type) -> list[tuple[str, str]]:
+def _choices(enum: type[StrEnum]) -> list[tuple[str, str]]:
     return [(member.value, member.value.replace("_", " ")) for member in enum]
 
 
@@ -37,7 +39,9 @@ USAGE_COUNTERS = (
 )
 
 
-def _save_without(instance: models.Model, owned: tuple[str, ...], kwargs: dict) -> dict:
+def _save_without(
+    instance: models.Model, owned: tuple[str, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
     """A plain save() of an existing row must not write back counters that SQL updates own:
     the instance may have been loaded before the last increment."""
     if (
@@ -164,7 +168,7 @@ class Run(models.Model):
     def __str__(self) -> str:
         return f"run {self.pk}: {self.task[:60]}"
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         # last_event_seq belongs to services.events.event_append, the usage totals to
         # services.accounting; both bump them in SQL.
         super().save(*args, **_save_without(self, ("last_event_seq", *USAGE_COUNTERS), kwargs))
@@ -224,15 +228,15 @@ class PlanVersion(models.Model):
     def __str__(self) -> str:
         return f"plan v{self.number} of run {self.run_id} by {self.author}"
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         # A plan version is a historical record: edits make a new version, never change one.
         if self.pk is not None:
             raise ValueError("plan versions are immutable; create a new version instead")
         super().save(*args, **kwargs)
 
 
-class StepQuerySet(models.QuerySet):
-    def move_to(self, status: str, *, only_from: Iterable[str] | None = None, **fields) -> int:
+class StepQuerySet(models.QuerySet["Step"]):
+    def move_to(self, status: str, *, only_from: Iterable[str] | None = None, **fields: Any) -> int:
         """Move the steps in this query that may go to `status` (core.status.STEP_TRANSITIONS,
         narrowed to `only_from`) in one conditional UPDATE; returns how many moved."""
         sources = step_sources(status, only_from)
@@ -297,7 +301,7 @@ class Step(models.Model):
     def __str__(self) -> str:
         return f"{self.step_id} ({self.status})"
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         super().save(*args, **_save_without(self, USAGE_COUNTERS, kwargs))
 
     @property
@@ -322,7 +326,7 @@ class RunEvent(models.Model):
     def __str__(self) -> str:
         return f"#{self.seq} {self.type}"
 
-    def as_message(self) -> dict:
+    def as_message(self) -> dict[str, Any]:
         """The shape sent to browsers over the WebSocket."""
         return {
             "seq": self.seq,
@@ -941,7 +945,7 @@ class PlanTemplateVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.template.name} v{self.number}"
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None:
             raise ValueError("template versions are immutable; create a new version instead")
         super().save(*args, **kwargs)

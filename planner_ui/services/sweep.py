@@ -75,6 +75,7 @@ def _lost_steps(now: datetime) -> int:
     ).values_list("run_id", "step_id", "worker", "heartbeat_at")
     count = 0
     for run_id, step_id, worker, heartbeat_at in lost:
+        assert heartbeat_at is not None  # older than the lease, so there is one
         if not once_per(lease, "takeover", run_id, step_id):
             continue
         with transaction.atomic():
