@@ -30,8 +30,9 @@ TEXT = 4000
 NAME = 120
 
 
+# A step of a run: the summary of the one step shape, core.step_record.
 class StepOut(StepSummary):
-    """A step of a run: the summary of the one step shape, core.step_record."""
+    pass
 
 
 class RunTokens(Tokens):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from .plan import PlanStep
 
@@ -22,9 +22,7 @@ class Tokens(BaseModel):
 
 
 class StepSummary(BaseModel):
-    """What the API gives of each step of a run."""
-
-    model_config = ConfigDict(extra="forbid")
+    # What the API gives of each step of a run (no docstring: the API document would show it).
 
     id: str
     role: str
