@@ -9,7 +9,7 @@ from django.db import models
 from django.utils.functional import cached_property
 
 
-class ClampedDecimalField(models.DecimalField):
+class ClampedDecimalField(models.DecimalField):  # type: ignore[type-arg]  # generic in the stubs only
     """A DecimalField that reads a value beyond its digits as its largest value.
 
     SQLite keeps whatever number it is given, and Django's SQLite converter quantizes what it

@@ -291,6 +291,9 @@ class Step(models.Model):
     )
 
     objects = StepQuerySet.as_manager()
+    # Not a column: its parents' (step id, title, output), where a claim read them with it
+    # (services.steps, PostgreSQL); unset otherwise.
+    context_read: list[tuple[str, str, str]]
 
     class Meta:
         ordering = ["run", "position"]

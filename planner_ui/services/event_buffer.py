@@ -12,7 +12,7 @@ and 11 (what a rollback gives back)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
@@ -79,7 +79,7 @@ class EventBuffer:
             log.exception("could not store the held events of a step that raised")
             exc.add_note(f"and its held events were not stored: {type(lost).__name__}: {lost}")
 
-    def hold(self, run_id: int, events: list[Event]) -> None:
+    def hold(self, run_id: int, events: Sequence[Event]) -> None:
         """Hold the run's events (checked now) for its next events appended through the buffer.
         Outside the block, and inside a transaction (which could roll back what they tell
         of), they are stored at once: held, they would live on after it."""
@@ -102,7 +102,7 @@ class EventBuffer:
         """Store the run's next event as events.event_append does, after what is held for it."""
         return self.append_all(run_id, [(type, payload or {}, step_id)])[0]
 
-    def append_all(self, run_id: int, events: list[Event]) -> list[RunEvent]:
+    def append_all(self, run_id: int, events: Sequence[Event]) -> list[RunEvent]:
         """Store the run's events as events.events_append does, after what is held for it;
         the events given, stored (or waiting for the end of an at_end block)."""
         if not events:

@@ -6,6 +6,7 @@ events that wait (held, numbered at the end) go through services.event_buffer.""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from planner_ui.core.events import EventType, check_event
@@ -48,7 +49,7 @@ def event_append(
 
 
 def events_append(
-    run_id: int, events: list[tuple[EventType | str, dict[str, Any], str]]
+    run_id: int, events: Sequence[tuple[EventType | str, dict[str, Any], str]]
 ) -> list[RunEvent]:
     """Store several events of the run, given as (type, payload, step_id), in their order:
     one sequence UPDATE and one INSERT for all of them instead of two statements each (a
@@ -67,7 +68,7 @@ def events_append(
 Kind = tuple[EventType, dict[str, Any], str]
 
 
-def events_checked(events: list[tuple[EventType | str, dict[str, Any], str]]) -> list[Kind]:
+def events_checked(events: Sequence[tuple[EventType | str, dict[str, Any], str]]) -> list[Kind]:
     """The events, each refused (core.events.check_event) unless its type is in the catalogue
     and its payload has exactly that type's keys."""
     return [(check_event(type, payload), payload, step_id) for type, payload, step_id in events]

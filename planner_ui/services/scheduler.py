@@ -25,7 +25,7 @@ from planner_ui.core.status import (
 from planner_ui.models import Approval, ExperimentRun, Run, Step
 
 from . import sql
-from .event_buffer import EventBuffer
+from .event_buffer import Event, EventBuffer
 from .events import event_append, events_append, owner_notify
 from .outcomes import run_outcome_set
 from .search import search_index_run
@@ -88,7 +88,7 @@ def _dispatch(
     """Hand steps just moved to queued on: their events (through a finish's buffer, if one
     queued them), the carried one to the caller, the rest to the queue once the transaction
     commits."""
-    queued = [(EventType.STEP_QUEUED, {}, step_id) for step_id in ready]
+    queued: list[Event] = [(EventType.STEP_QUEUED, {}, step_id) for step_id in ready]
     if events is None:
         events_append(run.pk, queued)
     else:

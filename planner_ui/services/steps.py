@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import QuerySet
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -25,7 +24,7 @@ from planner_ui.core.errors import AgentError, RunStopped
 from planner_ui.core.events import EventType, check_event
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import RunStatus, StepStatus, step_sources
-from planner_ui.models import Approval, Run, RunEvent, Step
+from planner_ui.models import Approval, Run, RunEvent, Step, StepQuerySet
 from planner_ui.selectors.tools import tools_for_step
 
 from . import sql
@@ -96,7 +95,7 @@ def _claim(
         event_append(run_id, EventType.STEP_STARTED, started, step_id=step_id)
     else:
         events.append(run_id, EventType.STEP_STARTED, started, step_id=step_id)
-    return pk
+    return int(pk)
 
 
 def _claimable(
@@ -134,7 +133,9 @@ def _not_claimed(run_id: int, step_id: str, redelivered: bool) -> None:
         raise StepBusy(step_id)
 
 
-def _started(now: datetime, began: datetime | None, worker: str, carried_from: str) -> dict:
+def _started(
+    now: datetime, began: datetime | None, worker: str, carried_from: str
+) -> dict[str, Any]:
     """The step.started event's payload, but for its attempt (the claim counts it)."""
     if carried_from:
         return {"worker": worker, "carried_from": carried_from}
@@ -261,7 +262,7 @@ def _context_for(step: Step) -> list[tuple[str, str, str]]:
     )
 
 
-def _in_order(step: Step, found: list) -> list[tuple[str, str, str]]:
+def _in_order(step: Step, found: Sequence[Sequence[Any]]) -> list[tuple[str, str, str]]:
     parents = {step_id: (step_id, title, output) for step_id, title, output in found}
     return [parents[sid] for sid in step.depends_on if sid in parents]
 
@@ -369,8 +370,13 @@ def _execute(
     run next (with `carry_on`), if any. Every event of the step goes through `events`."""
     run, run_id, step_id = step.run, step.run_id, step.step_id
 
-    def on_event(type: str, payload: dict) -> None:
+    def on_event(type: str, payload: dict[str, Any]) -> None:
         events.append(run_id, type, payload, step_id=step_id)
+
+    def checkpoint_save(state: Checkpoint) -> None:
+        Step.objects.filter(run_id=run_id, step_id=step_id).update(
+            checkpoint=state.to_json(), heartbeat_at=Now()
+        )
 
     provider = None  # stays None when choosing the provider is what failed
     live_text = text_broadcaster(run_id, step_id)
@@ -400,13 +406,11 @@ def _execute(
                 run_tool=tool_runner(run, step, tool_ctx, workspace),
                 tools=tools_for_step(run, step.tools),
                 checkpoint=Checkpoint.from_json(step.checkpoint) if step.checkpoint else None,
-                save=lambda state: Step.objects.filter(run_id=run_id, step_id=step_id).update(
-                    checkpoint=state.to_json(), heartbeat_at=Now()
-                ),
+                save=checkpoint_save,
             )
     except StepPaused as paused:
         step_pause(run_id, step_id, paused, worker=worker, events=events)
-        return
+        return None
     except RunStopped as exc:
         step_finish(
             run_id,
@@ -417,7 +421,7 @@ def _execute(
             worker=worker,
             events=events,
         )
-        return
+        return None
     except AgentError as exc:
         step_finish(
             run_id,
@@ -427,7 +431,7 @@ def _execute(
             worker=worker,
             events=events,
         )
-        return
+        return None
     except Exception as exc:  # a bug must fail the step visibly, not leave it running forever
         log.exception("step %s of run %s crashed", step_id, run_id)
         step_finish(
@@ -437,7 +441,7 @@ def _execute(
             worker=worker,
             events=events,
         )
-        return
+        return None
     finally:
         if workspace is not None:
             workspace_drop(workspace)
@@ -671,5 +675,5 @@ _FINISH_LOCKING = (
 )
 
 
-def _held(steps: QuerySet[Step], worker: str) -> QuerySet[Step]:
+def _held(steps: StepQuerySet, worker: str) -> StepQuerySet:
     return steps.filter(worker=worker) if worker else steps
