@@ -18,7 +18,7 @@ from channels.layers import get_channel_layer
 
 from planner_ui.services.broadcast import group_channel
 from planner_ui.services.events import run_group
-from planner_ui.services.redis_store import redis_client
+from planner_ui.stores.redis_store import redis_client
 
 
 class PublishOrder:

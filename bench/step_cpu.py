@@ -101,7 +101,7 @@ def _holds_timed() -> dict[str, list[float]]:
 
 def _opener() -> str:
     """The innermost service function on the stack, but for the helpers every write goes
-    through (services.sql, services.events)."""
+    through (stores.sql, services.events)."""
     frame = sys._getframe(2)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
@@ -111,7 +111,7 @@ def _opener() -> str:
     return "other"
 
 
-_HELPERS = {"planner_ui.services.sql", "planner_ui.services.events"}
+_HELPERS = {"planner_ui.stores.sql", "planner_ui.services.events"}
 
 
 def _holds_print(holds: dict[str, list[float]]) -> None:

@@ -16,8 +16,8 @@ from ninja.security import HttpBearer
 from ninja.throttling import BaseThrottle
 
 from planner_ui.models import ApiToken
-from planner_ui.services.redis_store import redis_client, redis_key
 from planner_ui.services.tokens import token_user
+from planner_ui.stores.redis_store import redis_client, redis_key
 
 log = logging.getLogger(__name__)
 WINDOW_S = 60

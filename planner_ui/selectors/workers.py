@@ -9,8 +9,8 @@ import redis
 from django.conf import settings
 
 from planner_ui.models import Sweep
-from planner_ui.services import sql
-from planner_ui.services.redis_store import redis_client, redis_key
+from planner_ui.stores import sql
+from planner_ui.stores.redis_store import redis_client, redis_key
 
 
 def workers_alive() -> list[str] | None:

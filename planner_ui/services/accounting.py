@@ -19,8 +19,8 @@ from planner_ui.models import ModelCall, Run, Step
 from planner_ui.providers.base import Provider
 from planner_ui.providers.metered import CallRecord, MeteredProvider
 from planner_ui.selectors.prices import price_table
+from planner_ui.stores import sql
 
-from . import sql
 from .event_buffer import Event, EventBuffer
 from .events import events_append
 from .scheduler import run_fail

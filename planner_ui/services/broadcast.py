@@ -20,7 +20,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
 
-from .redis_store import redis_client
+from planner_ui.stores.redis_store import redis_client
 
 log = logging.getLogger(__name__)
 

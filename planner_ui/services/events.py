@@ -11,8 +11,8 @@ from typing import Any
 
 from planner_ui.core.events import EventType, check_event
 from planner_ui.models import Run, RunEvent
+from planner_ui.stores import sql
 
-from . import sql
 from .broadcast import after_commit
 
 

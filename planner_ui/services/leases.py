@@ -23,8 +23,7 @@ from django.db.models.functions import Now
 
 from planner_ui.core.status import StepStatus
 from planner_ui.models import Step
-
-from .redis_store import redis_client, redis_key
+from planner_ui.stores.redis_store import redis_client, redis_key
 
 log = logging.getLogger(__name__)
 

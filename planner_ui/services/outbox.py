@@ -20,9 +20,9 @@ from planner_ui.core.effects import Decision
 from planner_ui.core.errors import ToolUnavailable
 from planner_ui.core.events import EventType
 from planner_ui.models import Approval, Run, ToolReceipt
+from planner_ui.stores import sql
 from planner_ui.tools import Tool, ToolContext
 
-from . import sql
 from .events import event_append
 
 log = logging.getLogger(__name__)

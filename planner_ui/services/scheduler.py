@@ -23,8 +23,8 @@ from planner_ui.core.status import (
     step_sources,
 )
 from planner_ui.models import Approval, ExperimentRun, Run, Step
+from planner_ui.stores import sql
 
-from . import sql
 from .event_buffer import Event, EventBuffer
 from .events import event_append, events_append, owner_notify
 from .outcomes import run_outcome_set

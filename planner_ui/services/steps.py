@@ -26,8 +26,8 @@ from planner_ui.core.plan import SYNTHESIS_STEP_ID
 from planner_ui.core.status import RunStatus, StepStatus, step_sources
 from planner_ui.models import Approval, Run, RunEvent, Step, StepQuerySet
 from planner_ui.selectors.tools import tools_for_step
+from planner_ui.stores import sql
 
-from . import sql
 from .approvals import approval_find
 from .baselines import is_single_agent
 from .event_buffer import EventBuffer

@@ -18,9 +18,10 @@ from typing import Any
 
 import redis
 
+from planner_ui.stores.redis_store import redis_client, redis_key
+
 from .broadcast import group_publish
 from .events import run_group
-from .redis_store import redis_client, redis_key
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from django.db import transaction
 from planner_ui.core.events import EventType
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import PlanProposal, Run, Step, Sweep
+from planner_ui.stores import sql
 
-from . import sql
 from .evaluations import experiments_advance_running
 from .events import event_append
 from .leases import lease_held, once_per, seen_for

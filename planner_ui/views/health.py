@@ -28,7 +28,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from planner_ui.selectors.workers import seconds_since_sweep, sweep_is_late, workers_alive
-from planner_ui.services.redis_store import redis_client
+from planner_ui.stores.redis_store import redis_client
 
 # Every check together answers within this; a load balancer's probe usually waits 2 to 5 s.
 READY_DEADLINE_S = 1.5

@@ -1,7 +1,7 @@
 """Accounting: every model call recorded and priced, totals per step and run, budgets that stop
 a run cleanly. These run on the offline model, whose usage figures are deterministic; the same
 properties through the real SDKs are in test_runs_with_anthropic and test_runs_with_openai. The
-totals are added up by the database (services.sql), so `make test` runs these on PostgreSQL too."""
+totals are added up by the database (stores.sql), so `make test` runs these on PostgreSQL too."""
 
 from __future__ import annotations
 

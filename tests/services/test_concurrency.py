@@ -16,12 +16,12 @@ from planner_ui.core.messages import Usage
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Run, RunEvent, Step
 from planner_ui.providers.metered import CallRecord
-from planner_ui.services import sql
 from planner_ui.services.accounting import call_record
 from planner_ui.services.event_buffer import EventBuffer
 from planner_ui.services.events import event_append
 from planner_ui.services.scheduler import dependencies_count
 from planner_ui.services.steps import step_claim, step_finish
+from planner_ui.stores import sql
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db(transaction=True)]
 

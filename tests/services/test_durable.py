@@ -14,10 +14,10 @@ from django.db import connection, transaction
 from django.test import override_settings
 
 from planner_ui.models import Run, ToolReceipt
-from planner_ui.services import sql
 from planner_ui.services.files import workspace_checkout
 from planner_ui.services.gate import tool_context
 from planner_ui.services.outbox import perform_once
+from planner_ui.stores import sql
 from planner_ui.tools import get_tool
 
 pytestmark = [

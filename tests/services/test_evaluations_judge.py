@@ -15,7 +15,7 @@ from planner_ui.models import ExperimentRun, ModelCall, Run
 from planner_ui.providers.scripted import script
 from planner_ui.selectors.evaluations import experiment_results
 from planner_ui.services.evaluations import experiment_advance, experiment_create
-from planner_ui.services.redis_store import redis_client, redis_key
+from planner_ui.stores.redis_store import redis_client, redis_key
 
 from .test_evaluations import run_to_the_end
 from .test_runs import drive

@@ -19,8 +19,8 @@ from planner_ui.services.leases import (
     task_lease,
     worker_alive_beat,
 )
-from planner_ui.services.redis_store import redis_client, redis_key
 from planner_ui.services.steps import step_finish
+from planner_ui.stores.redis_store import redis_client, redis_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

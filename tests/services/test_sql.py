@@ -1,4 +1,4 @@
-"""The hot path's plain SQL (services.sql) writes and reads back what the ORM would. `make test`
+"""The hot path's plain SQL (stores.sql) writes and reads back what the ORM would. `make test`
 runs these on SQLite and, where a PostgreSQL server answers, again on PostgreSQL."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from planner_ui.models import ModelCall, Run, RunEvent, Step
-from planner_ui.services import sql
+from planner_ui.stores import sql
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db]
 

@@ -20,7 +20,8 @@ from django.db import connection
 from django.utils import timezone
 
 from planner_ui.models import Run, RunEvent, Step
-from planner_ui.services import accounting, events, sql, steps
+from planner_ui.services import accounting, events, steps
+from planner_ui.stores import sql
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db]
 

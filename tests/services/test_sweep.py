@@ -18,8 +18,8 @@ from django.utils import timezone
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import PlanProposal, PlanVersion, Run, Step, Sweep
 from planner_ui.services.leases import task_lease
-from planner_ui.services.redis_store import redis_client, redis_key
 from planner_ui.services.sweep import sweep, sweep_claim
+from planner_ui.stores.redis_store import redis_client, redis_key
 
 pytestmark = pytest.mark.django_db
 

@@ -111,7 +111,7 @@ def test_a_judge_killed_mid_call_judges_again_on_the_next_worker(
     workers: Workers,  # noqa: F811
     make_user,
 ):
-    from planner_ui.services.redis_store import redis_client, redis_key
+    from planner_ui.stores.redis_store import redis_client, redis_key
 
     # Slow model calls, the judge's too: the kill lands while it judges the first run.
     first = workers.start(AGENTSITE_OFFLINE_LATENCY_S="4", AGENTSITE_SWEEP_S="2")

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from agentsite import embedded
 from planner_ui.services.leases import worker_alive_beat
-from planner_ui.services.redis_store import redis_client, redis_key
+from planner_ui.stores.redis_store import redis_client, redis_key
 from tests.conftest import child_env
 
 
