@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
-from typing import Literal
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -22,7 +21,8 @@ from django.utils.text import slugify
 from planner_ui.core.effects import Effect
 from planner_ui.core.errors import AgentError, ToolUnavailable
 from planner_ui.models import McpServer, McpServerTool
-from planner_ui.tools.mcp import McpEndpoint, McpToolInfo, list_tools
+from planner_ui.selectors.tools import endpoint_of
+from planner_ui.tools.mcp import McpToolInfo, list_tools
 
 MAX_TOOLS_PER_SERVER = 100
 
@@ -35,20 +35,6 @@ def net_allow() -> Iterable[str] | str:
     allow = settings.AGENTSITE_TOOL_SETTINGS.get("net_allow", ())
     assert isinstance(allow, str | Iterable), "net_allow is a host or a list of hosts"
     return allow
-
-
-# The column's choices, as the tool's endpoint names them.
-_TRANSPORTS: dict[str, Literal["stdio", "http"]] = {"stdio": "stdio", "http": "http"}
-
-
-def endpoint_of(server: McpServer) -> McpEndpoint:
-    return McpEndpoint(
-        name=server.name,
-        transport=_TRANSPORTS[server.transport],
-        command=tuple(server.command),
-        url=server.url,
-        timeout_s=settings.AGENTSITE_MCP_TIMEOUT_S,
-    )
 
 
 def mcp_server_register(

@@ -35,6 +35,7 @@ from .events import event_append, events_stored
 from .files import workspace_checkout, workspace_drop
 from .gate import tool_context, tool_runner
 from .leases import step_heartbeat
+from .mcp import mcp_tool_hold
 from .providers import run_provider
 from .scheduler import Carry, RunChanges, step_resume, step_settled
 from .streaming import live_text_clear, text_broadcaster
@@ -404,7 +405,7 @@ def _execute(
                 ),
                 live_text=live_text,
                 run_tool=tool_runner(run, step, tool_ctx, workspace),
-                tools=tools_for_step(run, step.tools),
+                tools=tools_for_step(run, step.tools, on_changed=mcp_tool_hold),
                 checkpoint=Checkpoint.from_json(step.checkpoint) if step.checkpoint else None,
                 save=checkpoint_save,
             )
