@@ -125,12 +125,6 @@ def test_no_import_inside_a_function_closes_a_circle_either() -> None:
     assert cycles == [], "import circles: " + "; ".join(" → ".join(c) for c in cycles)
 
 
-# The selectors that still import a service, each with why; none may be added.
-KNOWN_SELECTORS_ON_SERVICES = {
-    "planner_ui.selectors.usage": "services.providers: the configured and switched routes",
-}
-
-
 def test_selectors_do_not_import_services() -> None:
     """Reads never depend on writes: a selector that needs a helper of a service means the
     helper belongs in the selectors (or the core). Imports inside functions count too."""
@@ -143,7 +137,7 @@ def test_selectors_do_not_import_services() -> None:
             for m in _imports(name, path, local=False) | _imports(name, path, local=True)
         )
     }
-    assert importing == set(KNOWN_SELECTORS_ON_SERVICES)
+    assert importing == set()
 
 
 def test_only_the_celery_tasks_import_the_services_late() -> None:

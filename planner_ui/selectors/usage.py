@@ -11,7 +11,7 @@ from django.db.models import Count, Q, Sum
 
 from planner_ui.core.routing import EXECUTOR, PLANNER, SYNTHESIZER
 from planner_ui.models import Run
-from planner_ui.services.providers import configured_routes, switched_routes
+from planner_ui.selectors.routes import configured_routes, switched_routes
 
 from .local_models import ready_local_routes
 from .timeline import run_timing

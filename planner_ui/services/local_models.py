@@ -107,12 +107,6 @@ def local_model_url(name: str) -> str:
     return model.base_url
 
 
-def default_local_route() -> str:
-    """The route of the local model new runs use for every part, or ''."""
-    model = LocalModel.objects.filter(default_route=True, state=LocalModel.State.READY).first()
-    return model.route if model is not None else ""
-
-
 # What the supervisor reports. Each writes only the state it owns, so an admin's "stop" in
 # between is never overwritten.
 

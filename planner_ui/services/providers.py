@@ -8,31 +8,16 @@ from collections.abc import Mapping
 from django.conf import settings
 
 from planner_ui.core.errors import ProviderError
-from planner_ui.core.plan import ROLES
-from planner_ui.core.routing import Route, RouteError, resolve_routes, route_for
+from planner_ui.core.routing import Route, RouteError
 from planner_ui.models import Run
 from planner_ui.providers import Connection, Provider, build_provider
 from planner_ui.providers.metered import MeteredProvider
 from planner_ui.selectors.providers import Credentials, credentials
+from planner_ui.selectors.routes import route_of, routes_resolved, switched_routes
 
 from .accounting import metered
 from .event_buffer import EventBuffer
-from .local_models import LocalModelRefused, default_local_route, local_model_url
-
-
-def configured_routes() -> dict[str, str]:
-    """The routes the settings name; empty values fall through to the next in line. A local
-    model an admin made the default takes every part instead."""
-    if local := default_local_route():
-        return {"planner": local, "executor": local, "synthesizer": ""}
-    routes = {
-        "planner": settings.AGENTSITE_PLANNER_MODEL,
-        "executor": settings.AGENTSITE_EXECUTOR_MODEL,
-        "synthesizer": settings.AGENTSITE_SYNTHESIZER_MODEL,
-    }
-    for role, route in settings.AGENTSITE_ROLE_MODELS.items():
-        routes[f"executor:{role}"] = route
-    return routes
+from .local_models import LocalModelRefused, local_model_url
 
 
 def routes_for_run(
@@ -43,12 +28,7 @@ def routes_for_run(
     Raises RouteError when a route cannot be read or (with `check`) its provider is not set
     up here.
     """
-    routes = resolve_routes(
-        configured_routes(),
-        overrides or {},
-        default_provider=settings.AGENTSITE_PROVIDER,
-        roles=ROLES,
-    )
+    routes = routes_resolved(overrides)
     if check:
         for route in set(routes.values()):
             check_available(route)
@@ -105,19 +85,6 @@ def provider_build(route: Route) -> Provider:
     )
 
 
-def route_of(purpose: str, routes: Mapping[str, str] | None = None) -> Route:
-    """The route of 'planner', 'executor:<role>' or 'synthesizer' under a run's routes.
-
-    A run from before routes were stored (an empty table) uses the settings' routes.
-    """
-    try:
-        if not routes:
-            routes = {part: route.label for part, route in routes_for_run(check=False).items()}
-        return route_for(routes, purpose, settings.AGENTSITE_PROVIDER)
-    except RouteError as exc:
-        raise ProviderError(str(exc)) from exc
-
-
 def provider_for(purpose: str, routes: Mapping[str, str] | None = None) -> Provider:
     """The provider for a part of a run under its routes (see route_of)."""
     return provider_build(route_of(purpose, routes))
@@ -136,9 +103,3 @@ def run_provider(
     if route.tool_mode == "auto" and route.label in switched_routes(run):
         provider.carry_tool_mode("prompted")
     return metered(run, step_id, provider, events=events)
-
-
-def switched_routes(run: Run) -> set[str]:
-    """The labels of the run's routes that an earlier call left prompted."""
-    purposes = run.calls.filter(tool_mode="prompted").values_list("purpose", flat=True).distinct()
-    return {route_of(purpose, run.routes).label for purpose in purposes}

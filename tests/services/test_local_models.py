@@ -10,6 +10,7 @@ import pytest
 from planner_ui.core.errors import ProviderError
 from planner_ui.core.routing import Route, RouteError
 from planner_ui.models import LocalModel
+from planner_ui.selectors.routes import configured_routes
 from planner_ui.services.local_models import (
     LocalModelRefused,
     local_model_start,
@@ -19,12 +20,7 @@ from planner_ui.services.local_models import (
     supervised_loading,
     supervised_ready,
 )
-from planner_ui.services.providers import (
-    check_available,
-    configured_routes,
-    provider_build,
-    routes_for_run,
-)
+from planner_ui.services.providers import check_available, provider_build, routes_for_run
 
 pytestmark = pytest.mark.django_db
 
