@@ -412,23 +412,14 @@ def _execute(
     except StepPaused as paused:
         step_pause(run_id, step_id, paused, worker=worker, events=events)
         return None
-    except RunStopped as exc:
+    except (RunStopped, AgentError) as exc:
+        # The run ended under the step (skipped with the reason), or the step failed.
         step_finish(
             run_id,
             step_id,
             error=str(exc),
             model=getattr(provider, "label", ""),
-            stopped=True,
-            worker=worker,
-            events=events,
-        )
-        return None
-    except AgentError as exc:
-        step_finish(
-            run_id,
-            step_id,
-            error=str(exc),
-            model=getattr(provider, "label", ""),
+            stopped=isinstance(exc, RunStopped),
             worker=worker,
             events=events,
         )
