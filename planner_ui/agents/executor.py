@@ -163,11 +163,55 @@ def correction(problem: str) -> str:
     )
 
 
+# How the ask to use a named tool begins: a give-up that answers it is recognised by it.
+UNUSED_OPENING = "This step's instruction says to use"
+
+
+def unused_correction(unused: Sequence[str]) -> str:
+    """What the model is told when it answered without the tools its instruction names. Not
+    the general correction: "call a tool if you need one, otherwise reply with the result"
+    leaves the answer it gave as good as any (seen: Qwen2.5-Coder-1.5B, seed 23, then
+    giving up with "the instruction requires using the calculator, but I did not call it")."""
+    named = " and ".join(unused)
+    return (
+        f"{UNUSED_OPENING} {named}, and you answered without calling it. Call {named} now with "
+        "the values this step needs, and reply with the step's result from what it returns."
+    )
+
+
+def _asked_to_call(state: Checkpoint) -> bool:
+    """Whether the reply now due answers the ask to use the named tools: it is held to a call
+    (the server's grammar, where it has one), since the tools are granted and named by the
+    instruction, and report_failure stays among them for a step that truly cannot."""
+    last = state.messages[-1] if state.messages else {}
+    return last.get("role") == "user" and str(last.get("content", "")).startswith(UNUSED_OPENING)
+
+
+def _unused_answer(state: Checkpoint) -> str:
+    """The answer the step gave without the tools its instruction names, when the model was
+    then asked to use them and has made no call since; else "". A model that gives up when
+    asked (it names the missing call as the reason) leaves that answer standing with its
+    warning, as one that answers again without a call does: the ask was ours, and it must not
+    turn an answer into a failure."""
+    asks = [
+        at
+        for at, m in enumerate(state.messages)
+        if m.get("role") == "user" and str(m.get("content", "")).startswith(UNUSED_OPENING)
+    ]
+    if not asks or asks[-1] < 1:
+        return ""
+    since = [c for m in state.messages[asks[-1] :] for c in m.get("tool_calls") or []]
+    if any(call.name != REPORT_FAILURE_TOOL for call in since):
+        return ""
+    return unwrapped(str(state.messages[asks[-1] - 1].get("content", "")).strip())
+
+
 def _corrections(state: Checkpoint) -> int:
+    openings = (CORRECTION_OPENING, UNUSED_OPENING)
     return sum(
         1
         for m in state.messages
-        if m.get("role") == "user" and str(m.get("content", "")).startswith(CORRECTION_OPENING)
+        if m.get("role") == "user" and str(m.get("content", "")).startswith(openings)
     )
 
 
@@ -175,6 +219,16 @@ def _unused_warning(unused: Sequence[str]) -> str:
     return (
         f"answered without {' or '.join(unused)}, which its instruction says to use: the "
         "result is the model's own, not the tool's"
+    )
+
+
+def _unused_outcome(output: str, state: Checkpoint, unused: Sequence[str]) -> StepOutcome:
+    return StepOutcome(
+        output,
+        state.usage,
+        state.model_calls,
+        state.tool_calls,
+        warnings=[_unused_warning(unused)],
     )
 
 
@@ -269,6 +323,8 @@ def run_step(
         name: description_examples(spec.description, spec.input_schema)
         for name, spec in specs.items()
     }
+    # The granted tools the instruction says to use: an answer that calls none is asked again.
+    unused_named = named_tools(step.instruction, list(granted))
 
     def saved() -> None:
         if save is not None:
@@ -277,6 +333,8 @@ def run_step(
     while True:
         for call in state.pending_calls:
             if call.name == REPORT_FAILURE_TOOL and not call.parse_error:
+                if answer := _unused_answer(state):
+                    return _unused_outcome(answer, state, unused_named)
                 raise _reported_failure(call)
             tool = granted.get(call.name)
             if call.parse_error:
@@ -331,7 +389,7 @@ def run_step(
             messages=list(state.messages),
             tools=[*specs.values(), REPORT_FAILURE_SPEC],
             purpose=f"executor:{step.role}",
-            tool_choice="none" if last else "auto",
+            tool_choice="none" if last else "required" if _asked_to_call(state) else "auto",
         )
         try:
             reply = _complete_with_room(
@@ -369,26 +427,24 @@ def run_step(
                 raise StepFailed("the model finished without any output")
             bare = _EMPTY_TAGS.sub("", output)
             if marker := STEP_FAILED_PATTERN.match(bare):
+                if answer := _unused_answer(state):
+                    return _unused_outcome(answer, state, unused_named)
                 reason = bare[marker.end() :].strip().partition("\n")[0].rstrip("*_` ")
                 raise StepFailed(f"the executor could not proceed: {reason or 'no reason'}")
             problem = not_a_result(output, given, known, examples, list(granted))
             # Asked to use a tool and answered without any call (seen: Qwen2.5-Coder-1.5B
             # writing 375.0, or 305.0, for "1500 * 0.2 + 75 with the calculator"): asked once
             # more; an answer that still calls nothing stands, marked as the model's own.
-            unused = [] if state.tool_calls else named_tools(step.instruction, list(granted))
+            unused = [] if state.tool_calls else unused_named
             if not problem and unused:
                 if _corrections(state) >= MAX_CORRECTIONS or last:
-                    return StepOutcome(
-                        output,
-                        state.usage,
-                        state.model_calls,
-                        state.tool_calls,
-                        warnings=[_unused_warning(unused)],
-                    )
-                problem = (
-                    f"the step's instruction says to use {' and '.join(unused)}, and you "
-                    "answered without calling it"
-                )
+                    return _unused_outcome(output, state, unused)
+                state.messages += [
+                    {"role": "assistant", "content": reply.text},
+                    {"role": "user", "content": unused_correction(unused)},
+                ]
+                saved()
+                continue
             if not problem:
                 return StepOutcome(output, state.usage, state.model_calls, state.tool_calls)
             if _corrections(state) >= MAX_CORRECTIONS or last:
