@@ -20,6 +20,14 @@ def _mention(name: str) -> re.Pattern[str]:
     return re.compile(rf"\bthe {spelled}\b|\b{spelled} tool\b", re.IGNORECASE)
 
 
+def _read_as_file(name: str) -> re.Pattern[str]:
+    """An instruction that reads a tool as if it were a file or a text ("Use the 'read_file'
+    tool to read the calculator from the run's workspace", Qwen2.5-Coder-1.5B's first step for
+    "Compute … with the calculator"): a reading verb with the tool as its object."""
+    verb = r"\b(?:read|open|load)(?:s|ing)?\s+(?:from\s+)?"
+    return re.compile(verb + f"(?:{_mention(name).pattern})", re.IGNORECASE)
+
+
 def named_tools(text: str, names: Collection[str]) -> list[str]:
     """The tools among `names` that `text` names, in the order of `names`."""
     return [name for name in names if _mention(name).search(text)]
@@ -42,10 +50,21 @@ def ungranted_mentions(plan: Plan, offered: Collection[str], task: str = "") -> 
             for name, pattern in patterns.items()
             if name not in step.tools and pattern.search(step.instruction)
         ]
-        if named:
-            granted = ", ".join(step.tools) or "none"
+        granted = ", ".join(step.tools) or "none"
+        # Said as it is: "says to use the calculator" did not move that planner, which gave
+        # the same plan back; a tool read as a file is a step that cannot do anything.
+        read = [name for name in named if _read_as_file(name).search(step.instruction)]
+        if read:
+            tools = " and ".join(read)
             problems.append(
-                f"step '{step.id}' says to use {', '.join(named)} in its instruction but is not "
+                f"step '{step.id}' would read {tools} as if it were a file, but {tools} is a "
+                f"tool, not a file in the workspace: a step uses a tool by being granted it and "
+                f"calling it (its tools: {granted}). Grant it the tool to call, or remove the "
+                "step and its id from the other steps' depends_on"
+            )
+        if others := [name for name in named if name not in read]:
+            problems.append(
+                f"step '{step.id}' says to use {', '.join(others)} in its instruction but is not "
                 f"granted it (its tools: {granted})"
             )
     return problems

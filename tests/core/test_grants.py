@@ -18,7 +18,7 @@ def plan(instruction: str, tools: list[str]) -> Plan:
 @pytest.mark.parametrize(
     ("instruction", "named"),
     [
-        ("Read the calculator's result for 1500 * 0.2.", "calculator"),
+        ("Take the calculator's result for 1500 * 0.2.", "calculator"),
         ("Use the Python tool to sort the list.", "python"),
         ("Look it up with web search.", "web_search"),
         ("Open notes.md with read_file.", "read_file"),
@@ -58,3 +58,39 @@ def test_a_tool_the_task_names_must_be_granted_to_some_step() -> None:
     ]
     assert ungranted_mentions(plan("Evaluate it.", ["calculator"]), OFFERED, task) == []
     assert ungranted_mentions(planned, OFFERED, "Compare Python and Go") == []
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [
+        # Qwen2.5-Coder-1.5B's first step on seed 7, given back unchanged when asked about it
+        # as a tool the step "says to use".
+        "Use the 'read_file' tool to read the calculator from the run's workspace.",
+        "Read the calculator's result for 1500 * 0.2.",
+        "Open the calculator tool and load its output.",
+    ],
+)
+def test_a_tool_read_as_if_it_were_a_file_is_said_to_be_a_tool(instruction: str) -> None:
+    (problem,) = ungranted_mentions(plan(instruction, ["read_file"]), OFFERED)
+    assert problem == (
+        "step 's' would read calculator as if it were a file, but calculator is a tool, not a "
+        "file in the workspace: a step uses a tool by being granted it and calling it (its "
+        "tools: read_file). Grant it the tool to call, or remove the step and its id from the "
+        "other steps' depends_on"
+    )
+    assert ungranted_mentions(plan(instruction, ["read_file", "calculator"]), OFFERED) == []
+
+
+@pytest.mark.parametrize(
+    "instruction",
+    [
+        "Open the notes with read_file and use the calculator on them.",
+        "Read notes.md, then add its numbers with the calculator.",
+    ],
+)
+def test_reading_a_file_beside_a_tool_is_not_reading_the_tool(instruction: str) -> None:
+    (problem,) = ungranted_mentions(plan(instruction, ["read_file"]), OFFERED)
+    assert problem == (
+        "step 's' says to use calculator in its instruction but is not granted it (its tools: "
+        "read_file)"
+    )
