@@ -39,8 +39,12 @@ def ungranted_mentions(plan: Plan, offered: Collection[str], task: str = "") -> 
     calculator", planned as a step that writes a number it made up)."""
     patterns = {name: _mention(name) for name in sorted(offered)}
     granted_anywhere = {tool for step in plan.steps for tool in step.tools}
+    # The step's instruction must say so too: the executor sees only that (seen on seed 42 of
+    # the opt-in run: granted the calculator, "evaluate the arithmetic expression" answered
+    # 300.5 without it, and no ask to use it, since its instruction named no tool).
     problems = [
-        f"the task says to use {name}, but no step is granted it"
+        f"the task says to use {name}, but no step is granted it: grant it to the step that "
+        f"does that part of the task, and say in that step's instruction to use the {name} tool"
         for name, pattern in patterns.items()
         if name not in granted_anywhere and pattern.search(task)
     ]

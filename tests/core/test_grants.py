@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner_ui.core.grants import ungranted_mentions
+from planner_ui.core.grants import named_tools, ungranted_mentions
 from planner_ui.core.plan import Plan
 
 OFFERED = ["calculator", "python", "read_file", "shell", "web_search"]
@@ -54,8 +54,12 @@ def test_a_tool_the_task_names_must_be_granted_to_some_step() -> None:
     # As Qwen2.5-Coder-1.5B planned it: one step that "evaluates" and writes a file.
     planned = plan("Evaluate 1500 * 0.2 + 75 and save the result.", ["write_file"])
     assert ungranted_mentions(planned, OFFERED, task) == [
-        "the task says to use calculator, but no step is granted it"
+        "the task says to use calculator, but no step is granted it: grant it to the step "
+        "that does that part of the task, and say in that step's instruction to use the "
+        "calculator tool"
     ]
+    # What it asks for is what the executor holds a step to (core.grants.named_tools).
+    assert named_tools("Evaluate it with the calculator tool.", OFFERED) == ["calculator"]
     assert ungranted_mentions(plan("Evaluate it.", ["calculator"]), OFFERED, task) == []
     assert ungranted_mentions(planned, OFFERED, "Compare Python and Go") == []
 
