@@ -233,9 +233,15 @@ def _whole(run: Run) -> Run:
 def replan_start(run: Run, step_id: str, error: str) -> bool:
     """After step `step_id` failed with `error`: start re-planning if the run allows it.
 
-    Returns False when the run does not re-plan (off, or its cap reached); the caller then
-    fails what is left as before."""
+    Returns False when the run does not re-plan (off, its cap reached, or the failure is the
+    synthesizer's); the caller then fails what is left as before."""
     if run.replan_mode == Run.Replan.OFF:
+        return False
+    if step_id == SYNTHESIS_STEP_ID:
+        # Every step of the plan succeeded before the synthesizer ran, so a revision has
+        # nothing to route around (and the replanner, which revises the plan's steps, has no
+        # such step to look up: seen on seed 99 of the opt-in run, it failed with a KeyError
+        # and left the run re-planning). The synthesizer has had its own ask once more.
         return False
     if run.replanning:
         return True  # one revision at a time; it will see this failure too

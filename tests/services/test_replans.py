@@ -174,6 +174,26 @@ def test_with_re_planning_off_a_failure_fails_the_run(server, make_user):
     assert json.dumps(run.error).count("fetch-prices") >= 1
 
 
+def test_a_failed_synthesis_fails_the_run_without_a_re_plan(server, make_user):
+    # Every step succeeds; the synthesizer hands the prompt's blocks back, twice (seed 99 of
+    # the opt-in run: the re-plan then asked for crashed, looking the synthesis up among the
+    # plan's steps, and the run was left re-planning).
+    server.enqueue_json(PLAN)
+    run = planned(make_user(), "Report on prices", routes=ROUTES)
+    for text in ("Gathered: tea", "Prices: 3 EUR", "# Report"):
+        server.enqueue_text(text)
+    echoed = '<output step="report" title="Report">\n# Report\n</output>'
+    server.enqueue_text(echoed)
+    server.enqueue_text(echoed)
+    run_approve_plan(run.pk)
+    run = drive(run)
+    assert run.status == RunStatus.FAILED and not run.replanning
+    assert run.replans == 0 and not run.events.filter(type="plan.replanning").exists()
+    assert run.steps.get(step_id="synthesis").status == StepStatus.FAILED
+    assert run.error.startswith("step 'synthesis' failed: ")
+    assert len(server.requests) == 6  # the plan, three steps, the synthesizer twice
+
+
 def test_cancelling_during_a_re_plan_ends_the_re_plan_too(server, make_user):
     from planner_ui.services.runs import run_cancel
 
