@@ -62,3 +62,30 @@ def test_a_sum_saved_to_a_file_is_reported_with_the_sum(replay, make_user) -> No
     assert server.answered_by == list(range(6)) and server.unused == []
     synthesizer = server.requests[-1].body["messages"][-1]["content"]
     assert '<output step="calculator"' in synthesizer
+
+
+def test_a_synthesizer_that_hands_the_prompt_back_twice_fails_the_run(replay, make_user) -> None:
+    # Seed 99: the sum computed with the calculator, written to output.txt (five times over,
+    # until the step's last turn); then the synthesizer wrote the prompt's <task> and <output>
+    # blocks back, and, asked once more, an <output> block again. Every step had succeeded,
+    # so re-planning has nothing to route around: it used to be asked for all the same, for
+    # step "synthesis", and crashed looking it up among the plan's steps.
+    server = replay("qwen2.5-coder-1.5b-seed99.jsonl")
+    run = run_create(
+        owner=make_user(),
+        options=RunOptions(
+            task=TASK,
+            routes={"planner": ROUTE, "executor": f"{ROUTE}#auto"},
+            auto_approve=True,
+        ),
+    )
+    run_plan(run.pk)
+    run = drive(run)
+
+    assert run.status == RunStatus.FAILED and not run.replanning
+    assert run.replans == 0
+    assert run.error.startswith("step 'synthesis' failed: "), run.error
+    assert run.steps.get(step_id="calculation").output.strip() == "1500 * 0.2 + 75 = 375"
+    assert run.events.filter(type="step.tool_call", payload__tool="calculator").exists()
+    # Every request was answered from the recording, in order: nothing scripted, none left.
+    assert server.answered_by == list(range(14)) and server.unused == []
