@@ -179,14 +179,6 @@ def unused_correction(unused: Sequence[str]) -> str:
     )
 
 
-def _asked_to_call(state: Checkpoint) -> bool:
-    """Whether the reply now due answers the ask to use the named tools: it is held to a call
-    (the server's grammar, where it has one), since the tools are granted and named by the
-    instruction, and report_failure stays among them for a step that truly cannot."""
-    last = state.messages[-1] if state.messages else {}
-    return last.get("role") == "user" and str(last.get("content", "")).startswith(UNUSED_OPENING)
-
-
 def _unused_answer(state: Checkpoint) -> str:
     """The answer the step gave without the tools its instruction names, when the model was
     then asked to use them and has made no call since; else "". A model that gives up when
@@ -389,7 +381,7 @@ def run_step(
             messages=list(state.messages),
             tools=[*specs.values(), REPORT_FAILURE_SPEC],
             purpose=f"executor:{step.role}",
-            tool_choice="none" if last else "required" if _asked_to_call(state) else "auto",
+            tool_choice="none" if last else "auto",
         )
         try:
             reply = _complete_with_room(

@@ -80,9 +80,8 @@ class ModelRequest:
     # accounting; the offline provider also uses it to know which part to play.
     purpose: str = "executor"
     max_tokens: int = 4096
-    # "auto": the model may call the tools or answer; "none": it must answer now; "required":
-    # it must call one of them. The tools stay declared, since a history holding calls needs
-    # them (Anthropic refuses it otherwise).
+    # "auto": the model may call the tools or answer; "none": it must answer now. The tools
+    # stay declared, since a history holding calls needs them (Anthropic refuses it otherwise).
     tool_choice: str = "auto"
 
 

@@ -181,8 +181,6 @@ def _request_to_wire(model: str, request: ModelRequest) -> dict[str, Any]:
         params["tools"] = tools
         if request.tool_choice == "none":
             params["tool_choice"] = {"type": "none"}
-        elif request.tool_choice == "required":
-            params["tool_choice"] = {"type": "any"}
     if request.output_schema is not None:
         params["output_config"] = {
             "format": {"type": "json_schema", "schema": _strict_schema(request.output_schema)}

@@ -159,8 +159,8 @@ class OpenAICompatProvider(Provider):
                 }
                 for t in request.tools
             ]
-            if request.tool_choice in ("none", "required"):
-                params["tool_choice"] = request.tool_choice
+            if request.tool_choice == "none":
+                params["tool_choice"] = "none"
         if request.output_schema is not None:
             # Not strict: strict mode demands a schema subset (every property required, no
             # defaults) that local servers enforce unevenly. Our pydantic models validate the
@@ -323,17 +323,17 @@ def _prompted_request(request: ModelRequest) -> ModelRequest:
         system=system,
         messages=_prompted_messages(request.messages),
         tools=[],
-        output_schema=_prompted_schema(request.tools, request.tool_choice),
+        output_schema=_prompted_schema(request.tools, answer_only=request.tool_choice == "none"),
     )
 
 
-def _prompted_schema(tools: list[ToolSpec], tool_choice: str = "auto") -> dict[str, Any]:
+def _prompted_schema(tools: list[ToolSpec], *, answer_only: bool = False) -> dict[str, Any]:
     answer = {
         "type": "object",
         "properties": {"answer": {"type": "string"}},
         "required": ["answer"],
     }
-    if tool_choice == "none":
+    if answer_only:
         # Held to an answer by the server's grammar: the one way a small model surely stops.
         return answer
     call = {
@@ -346,14 +346,16 @@ def _prompted_schema(tools: list[ToolSpec], tool_choice: str = "auto") -> dict[s
             for t in tools
         ]
     }
-    calls = {
-        "type": "object",
-        "properties": {"tool_calls": {"type": "array", "items": call, "minItems": 1}},
-        "required": ["tool_calls"],
+    return {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"tool_calls": {"type": "array", "items": call, "minItems": 1}},
+                "required": ["tool_calls"],
+            },
+            answer,
+        ]
     }
-    if tool_choice == "required":
-        return calls
-    return {"anyOf": [calls, answer]}
 
 
 def _prompted_messages(messages: list[Message]) -> list[Message]:

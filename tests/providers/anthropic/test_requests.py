@@ -104,12 +104,6 @@ def test_an_answer_only_request_sends_tool_choice_none_and_keeps_the_tools(serve
     assert body["tool_choice"] == {"type": "none"} and body["tools"][0]["name"] == "calculator"
 
 
-def test_a_call_required_request_sends_tool_choice_any(server):
-    server.enqueue_text("ok")
-    provider(server).complete(ask(tools=[CALCULATOR], tool_choice="required"))
-    assert server.requests[0].body["tool_choice"] == {"type": "any"}
-
-
 def test_an_ordinary_request_leaves_tool_choice_to_the_model(server):
     server.enqueue_text("42")
     provider(server).complete(ask(tools=[CALCULATOR]))

@@ -92,20 +92,6 @@ def test_native_answer_only_sends_tool_choice_none(server) -> None:
     assert body["tool_choice"] == "none" and body["tools"][0]["function"]["name"] == "calculator"
 
 
-def test_native_call_required_sends_tool_choice_required(server) -> None:
-    server.enqueue_tool_calls([("calculator", {"expression": "6 * 7"})])
-    provider(server, "native").complete(ask(tools=[CALCULATOR], tool_choice="required"))
-    assert server.requests[0].body["tool_choice"] == "required"
-
-
-def test_prompted_call_required_holds_the_reply_to_calls(server) -> None:
-    server.enqueue_json({"tool_calls": [{"name": "calculator", "arguments": {"expression": "1"}}]})
-    reply = provider(server, "prompted").complete(ask(tools=[CALCULATOR], tool_choice="required"))
-    assert [c.name for c in reply.tool_calls] == ["calculator"]
-    schema = server.requests[0].body["response_format"]["json_schema"]["schema"]
-    assert schema["required"] == ["tool_calls"] and "anyOf" not in schema
-
-
 def test_prompted_answer_only_holds_the_reply_to_an_answer(server) -> None:
     server.enqueue_json({"answer": "6 * 7 = 42"})
     reply = provider(server, "prompted").complete(ask(tools=[CALCULATOR], tool_choice="none"))
