@@ -557,9 +557,23 @@ def _stuck(name: str, times: int, error: str) -> str:
 def _just_answered(state: Checkpoint, call: ToolCall) -> str:
     """The result of the same call in the step's previous turn, or "". A small model may call
     a tool again and again with what it already has (seen: eight identical calculator calls
-    from Qwen2.5-Coder-1.5B until the step's cap)."""
-    result = _last_result(state, call)
+    from Qwen2.5-Coder-1.5B until the step's cap). Turns in between that were refused as such
+    a repeat are looked through: a third identical call is a repeat of a result, not a call
+    that keeps failing (seen: seed 42 of the opt-in run, whose step was then failed saying the
+    calculator "failed" three times, with 375 in hand)."""
+    turns_back = 1
+    while (result := _last_result(state, call, turns_back)) is not None and _refused_repeat(
+        call.name, result
+    ):
+        turns_back += 1
     return result.content if result is not None and not result.is_error else ""
+
+
+def _refused_repeat(name: str, result: ToolResult) -> bool:
+    return result.is_error and result.content.startswith(f"{name} {_REPEATED}")
+
+
+_REPEATED = "was not run again: this step called it with the same arguments in its last turn"
 
 
 def _just_failed(state: Checkpoint, call: ToolCall) -> str:
@@ -579,9 +593,8 @@ def _failed_again(name: str, error: str) -> str:
 
 def _repeat_refusal(name: str, earlier: str) -> str:
     return (
-        f"{name} was not run again: this step called it with the same arguments in its last "
-        f"turn, and its result was:\n{earlier}\nUse that result: reply with the step's result "
-        "now, or make a different call."
+        f"{name} {_REPEATED}, and its result was:\n{earlier}\nUse that result: reply with the "
+        "step's result now, or make a different call."
     )
 
 

@@ -301,6 +301,27 @@ def test_the_same_read_again_is_answered_with_its_result_not_run(tool_ctx: ToolC
     )
 
 
+def test_a_third_identical_call_is_refused_as_a_repeat_not_failed_as_a_failure(
+    tool_ctx: ToolContext,
+) -> None:
+    # Seed 42 of the opt-in run: the calculator answered 375, the same call came twice more,
+    # and the step failed saying the calculator had failed three times in a row.
+    calls = [ToolCall(n, "calculator", {"expression": "6 * 7"}) for n in "abcd"]
+    provider = ScriptedProvider([*(reply("", c) for c in calls), reply("42")])
+
+    outcome, events = run(provider, step("calculator"), tool_ctx)
+
+    assert outcome.output == "42"
+    results = [payload for kind, payload in events if kind == "step.tool_result"]
+    assert [r["is_error"] for r in results] == [False, True, True, True]
+    refused = (
+        "calculator was not run again: this step called it with the same arguments in its last "
+        "turn, and its result was:\n6 * 7 = 42\nUse that result: reply with the step's result "
+        "now, or make a different call."
+    )
+    assert [r["content"] for r in results[1:]] == [refused, refused, refused]
+
+
 def test_a_read_that_failed_is_not_made_again_with_the_same_arguments(tool_ctx) -> None:
     # As Qwen2.5-Coder-1.5B asked for a file that is not there, six times over.
     missing = ToolCall("a", "read_file", {"path": "calculator.txt"})
