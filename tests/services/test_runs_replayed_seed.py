@@ -11,6 +11,7 @@ import pytest
 
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus
+from planner_ui.models import Run
 from planner_ui.services.runs import run_create, run_plan
 from tests.fakes.replay_server import ReplayOpenAI
 from tests.services.test_runs import drive
@@ -39,13 +40,11 @@ def replay(settings):
         server.__exit__(None, None, None)
 
 
-def test_a_sum_saved_to_a_file_is_reported_with_the_sum(replay, make_user) -> None:
-    # Seed 11: the plan computes the sum, then writes it to result.txt; that last step says
-    # only "The result has been written to 'result.txt'.". Shown that line alone, the
-    # synthesizer wrote a sum of its own, 300.0; shown the step it depends on too, 375.
-    server = replay("qwen2.5-coder-1.5b-seed11.jsonl")
+def replayed_run(owner) -> Run:
+    """The opt-in test's task, planned and run to its end on the replayed model, as recorded:
+    the planner and every executor on it, the plan approved at once."""
     run = run_create(
-        owner=make_user(),
+        owner=owner,
         options=RunOptions(
             task=TASK,
             routes={"planner": ROUTE, "executor": f"{ROUTE}#auto"},
@@ -53,7 +52,15 @@ def test_a_sum_saved_to_a_file_is_reported_with_the_sum(replay, make_user) -> No
         ),
     )
     run_plan(run.pk)
-    run = drive(run)
+    return drive(run)
+
+
+def test_a_sum_saved_to_a_file_is_reported_with_the_sum(replay, make_user) -> None:
+    # Seed 11: the plan computes the sum, then writes it to result.txt; that last step says
+    # only "The result has been written to 'result.txt'.". Shown that line alone, the
+    # synthesizer wrote a sum of its own, 300.0; shown the step it depends on too, 375.
+    server = replay("qwen2.5-coder-1.5b-seed11.jsonl")
+    run = replayed_run(make_user())
 
     assert run.status == RunStatus.SUCCEEDED, run.error
     assert run.outcome == "succeeded", run.outcome_reason  # no figure in doubt
@@ -71,16 +78,7 @@ def test_a_synthesizer_that_hands_the_prompt_back_twice_fails_the_run(replay, ma
     # so re-planning has nothing to route around: it used to be asked for all the same, for
     # step "synthesis", and crashed looking it up among the plan's steps.
     server = replay("qwen2.5-coder-1.5b-seed99.jsonl")
-    run = run_create(
-        owner=make_user(),
-        options=RunOptions(
-            task=TASK,
-            routes={"planner": ROUTE, "executor": f"{ROUTE}#auto"},
-            auto_approve=True,
-        ),
-    )
-    run_plan(run.pk)
-    run = drive(run)
+    run = replayed_run(make_user())
 
     assert run.status == RunStatus.FAILED and not run.replanning
     assert run.replans == 0
