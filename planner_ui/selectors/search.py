@@ -83,10 +83,11 @@ class PlanExample:
 
 
 def _library(user: User) -> Q:
-    # The templates a person may see (selectors.templates) and their own runs that succeeded.
-    templates = Q(template__isnull=False)
-    if not user.is_staff:
-        templates &= Q(owner_id=user.pk) | Q(shared=True)
+    # Their own templates, the shared ones and their own runs that succeeded. Staff too: they see
+    # every template so as to decide what to share, but a template nobody shared yet is its
+    # owner's plan, and put into a staff member's planner it would land in another person's run
+    # (the run keeps and shows its examples).
+    templates = Q(template__isnull=False) & (Q(owner_id=user.pk) | Q(shared=True))
     runs = Q(run__owner_id=user.pk, run__status=RunStatus.SUCCEEDED, run__baseline_of=None)
     return templates | runs
 

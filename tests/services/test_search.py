@@ -14,6 +14,7 @@ from planner_ui.models import Run, SearchDocument
 from planner_ui.providers.scripted import script
 from planner_ui.selectors.runs import RunFilters, run_list_for_user
 from planner_ui.selectors.search import matching, plan_examples_for
+from planner_ui.selectors.templates import template_get_for_user
 from planner_ui.services.runs import (
     RunInputError,
     run_approve_plan,
@@ -106,6 +107,25 @@ def test_another_persons_runs_are_never_examples_but_their_shared_templates_are(
     assert [e.kind for e in plan_examples_for(bob, SIMILAR)] == ["template", "run"] or [
         e.kind for e in plan_examples_for(bob, SIMILAR)
     ] == ["run", "template"]
+
+
+def test_staff_are_not_given_another_persons_unshared_template_as_an_example(alice, make_user):
+    bob = make_user("bob")
+    saved = template_save_from_run(
+        user=bob,
+        version=finished(bob).plan_versions.get(number=1),
+        name="Weather digest",
+        replace=[("Paris", "city")],
+    )
+    staff = make_user("staff")
+    staff.is_staff = True
+    staff.save()
+    # Staff see it among the templates, to decide whether to share it ...
+    assert template_get_for_user(staff, saved.template.pk) == saved.template
+    # ... but their planner is not handed it while it is only bob's.
+    assert plan_examples_for(staff, SIMILAR) == []
+    template_share(saved.template, staff, True)
+    assert [e.id for e in plan_examples_for(staff, SIMILAR)] == [saved.template.pk]
 
 
 def test_only_runs_that_succeeded_are_examples(alice):
