@@ -304,7 +304,9 @@
     htmx.ajax("GET", page.dataset.cardsUrl + "?steps=" + encodeURIComponent(ids.join(",")), {source: "#cards-requests", target: "#steps", swap: "none"});
   }
   document.body.addEventListener("htmx:oobAfterSwap", (e) => {
-    const card = e.detail.target;
+    // The event fires on the card swapped in; its detail.target is the card it replaced, no
+    // longer in the page (an open card refreshed while its run went on lost its panel).
+    const card = e.target;
     if (!card || !card.dataset || !card.dataset.stepId) return;
     if (card.dataset.stepId === openStepId) card.dataset.open = "yes";
     showLiveText(card.dataset.stepId);

@@ -219,3 +219,32 @@ def test_a_fifty_step_plan_fits_the_window_and_can_be_walked(
     expect(page.locator(f"#step-{focused}")).to_be_visible()
     open_step(page, "s2-5")
     expect(page.locator("#step-s2-5 .step-title")).to_have_text("Step 2.5")
+
+
+def test_a_step_opened_while_it_runs_stays_open_when_it_ends(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("ada", "pw-for-tests-1")
+    login(page, daphne_url, "ada", "pw-for-tests-1")
+    submit_task(page, FIRST_EXAMPLE)
+    page.click("#approve-plan")
+    expect(page.locator("#ws-state")).to_have_text("live")
+    # The card of a step caught running (the workers' model takes 0.4 s a call) ...
+    running = page.wait_for_function(
+        """() => { const s = document.querySelector('.step[data-status="running"]');
+                   return s ? s.dataset.stepId : null; }"""
+    ).json_value()
+    open_step(page, running)
+    card = page.locator(f"#step-{running}")
+    # ... is still the panel's once its step has ended and its card came back from the server
+    # (out of band, while the run goes on: the whole page is not fetched again until its end).
+    page.wait_for_function(
+        f"() => document.querySelector('#step-{running} .step-output') !== null", timeout=30_000
+    )
+    assert page.locator("#run-status").text_content() == "running"
+    expect(card).to_have_attribute("data-open", "yes", timeout=1)
+    expect(card).to_be_visible(timeout=1)
+    assert page.evaluate(f"window.planGraph.cy.getElementById('{running}').selected()")
+    expect(page.locator("#run-status")).to_have_text("succeeded", timeout=60_000)
+    expect(card).to_be_visible()
+    assert page.js_errors == []
