@@ -128,6 +128,17 @@ def _wait_ready(base_url: str, launcher: subprocess.Popen) -> None:
     raise SystemExit(f"The app never answered on {base_url}.")
 
 
+# The id of a running step whose live text has a few words yet, or null (waited for).
+_WRITING_STEP = """() => {
+  const steps = [...document.querySelectorAll('.step[data-status="running"]')];
+  const writing = steps.find((step) => {
+    const live = step.querySelector('.step-live:not([hidden])');
+    return live && /\\w+ \\w+ \\w+/.test(live.textContent);
+  });
+  return writing ? writing.dataset.stepId : null;
+}"""
+
+
 def _shoot(base_url: str, username: str, password: str, out: Path, only: set[str]) -> list[Path]:
     from playwright.sync_api import expect, sync_playwright
 
@@ -163,7 +174,13 @@ def _shoot(base_url: str, username: str, password: str, out: Path, only: set[str
             save("plan", page)
 
             page.click("#approve-plan")
-            writing = page.locator(".step:has(.step-live:not([hidden]))").first
+            # Step cards sit in the side panel beside the graph, closed until a step is opened:
+            # find a running step that has written a few words, and open its card.
+            writing_id = page.wait_for_function(_WRITING_STEP).json_value()
+            button = page.locator(f'.plan-graph-step[data-step-id="{writing_id}"]')
+            button.focus()
+            button.press("Enter")
+            writing = page.locator(f"#step-{writing_id}")
             expect(writing).to_be_visible()
             expect(writing.locator(".step-live")).to_contain_text(re.compile(r"\w+ \w+ \w+"))
             save("live", writing)
@@ -174,7 +191,10 @@ def _shoot(base_url: str, username: str, password: str, out: Path, only: set[str
             expect(page.locator("#result")).to_be_visible()
             page.wait_for_timeout(1_000)  # the timeline's last refresh follows the run's end
             save("timeline", page.locator("#run-timeline"))
-            save("usage", page.locator("#run-usage"))
+            usage = page.locator("#run-usage")
+            usage.locator("summary").click()  # folded on the page; the picture shows it open
+            expect(usage.locator(".usage-grid")).to_be_visible()
+            save("usage", usage)
 
         if "evaluation" in only:
             page.goto(base_url + "/evaluations/suites/new/?from=parallel")
