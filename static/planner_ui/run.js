@@ -387,6 +387,9 @@
     set("run-calls", t.calls);
     set("run-tokens", n(t.tokensIn) + " / " + n(t.tokensOut));
     set("run-cost", money(parseFloat(t.cost || "0")));
+    // The usage section's own line, folded or not, as its template writes it.
+    const calls = parseInt(t.calls, 10);
+    set("usage-totals", calls + " call" + (calls === 1 ? "" : "s") + ", " + n(t.tokensIn) + " / " + n(t.tokensOut) + " tokens, " + money(parseFloat(t.cost || "0")));
     if (t.budgetTokens) set("budget-tokens-pct", pct(parseInt(t.tokensIn, 10) + parseInt(t.tokensOut, 10), parseInt(t.budgetTokens, 10)));
     if (t.budgetUsd) set("budget-usd-pct", pct(parseFloat(t.cost || "0"), parseFloat(t.budgetUsd)));
   }

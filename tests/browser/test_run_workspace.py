@@ -245,6 +245,18 @@ def test_a_step_opened_while_it_runs_stays_open_when_it_ends(
     expect(card).to_have_attribute("data-open", "yes", timeout=1)
     expect(card).to_be_visible(timeout=1)
     assert page.evaluate(f"window.planGraph.cy.getElementById('{running}').selected()")
+    # The usage section's line follows each model call as the header's figures do (a call is
+    # no reason to fetch the page again: only the figures change).
+    calls = page.locator("#run-calls").text_content()
+    seen = page.wait_for_function(
+        f"""() => {{
+            const calls = document.getElementById('run-calls').textContent;
+            if (calls === '{calls}') return null;
+            return [calls, document.getElementById('usage-totals').textContent];
+        }}""",
+        timeout=30_000,
+    ).json_value()
+    assert seen[1].startswith(f"{seen[0]} calls, "), seen
     expect(page.locator("#run-status")).to_have_text("succeeded", timeout=60_000)
     expect(card).to_be_visible()
     assert page.js_errors == []
