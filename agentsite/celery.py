@@ -3,6 +3,7 @@
 import logging
 import os
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from celery import Celery, bootsteps
@@ -121,6 +122,11 @@ def _warm_up(**_: object) -> None:
     from django.db import connection
 
     from planner_ui.services.broadcast import warm_up
+
+    if os.environ.get("AGENTSITE_STATEMENT_TIMES"):  # the benchmark's --statement-times
+        from planner_ui.stores import statement_times
+
+        statement_times.install(Path(os.environ["AGENTSITE_STATEMENT_TIMES"]))
 
     try:
         pool = getattr(connection, "pool", None)  # PostgreSQL's, when AGENTSITE_DB_POOL_MAX > 0

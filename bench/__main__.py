@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -134,6 +135,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "second and CPU per step",
     )
     parser.add_argument(
+        "--statement-times",
+        action="store_true",
+        help="time every database statement and commit of the worker's pool processes and "
+        "report the slowest kinds per shape (adds a little work to each statement)",
+    )
+    parser.add_argument(
         "--no-floor",
         action="store_true",
         help="skip the raw-Celery floor (the same DAGs as bare Celery tasks, run afterwards)",
@@ -191,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench import scheduler
     from bench.websocket import Watchers
+    from planner_ui.stores import statement_times
 
     _say(
         f"Starting Redis, {args.workers} Celery worker(s) ({args.pool}, {slots} slots) and "
@@ -198,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{settings.VAR_DIR / 'logs'} ..."
     )
     started = time.monotonic()
+    timings = settings.VAR_DIR / "statement-times" if args.statement_times else None
+    if timings is not None:
+        shutil.rmtree(timings, ignore_errors=True)
     stack = scheduler.stack_start(
         latency_s=args.latency,
         slots=slots,
@@ -207,8 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         asgi_processes=args.asgi_processes,
         worker_nice=args.worker_nice,
         workers=args.workers,
+        statement_times=timings,
     )
     watchers = None
+    statements: dict[str, list[dict[str, Any]]] = {}
     run_ids: list[int] = []
     results: list[dict[str, Any]] = []
     try:
@@ -234,10 +247,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.throughput:
             return _throughput(args, owner, stack, slots, run_ids, started, watchers)
         for plan in plans:
+            if timings is not None:
+                statement_times.clear(timings)
             for repeat in range(1, args.repeat + 1):
                 figures = measure(plan, args.clients)
                 results.append({"repeat": repeat, **figures})
                 _say(_progress_line(figures))
+            if timings is not None:
+                statements[f"{plan.name}-{plan.size}"] = statement_times.summary(timings)
+                _say(_statements_lines(plan, statements[f"{plan.name}-{plan.size}"]))
         if not args.no_floor:
             watchers.shutdown()
             watchers = None
@@ -283,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         "targets": targets(summary, args.latency),
         "wall_s": round(time.monotonic() - started, 1),
     }
+    if statements:
+        report["statement_times"] = statements
     path = _write(report)
     print(table(report))
     print(f"\nWritten to {path.relative_to(BASE_DIR)} and bench/results/latest.json")
@@ -408,6 +428,17 @@ def _commit(base: Path = BASE_DIR) -> str | None:
 
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
+
+
+def _statements_lines(plan: shapes.Shape, rows: list[dict[str, Any]]) -> str:
+    """The worker's slowest kinds of statement over a shape's runs, one line each."""
+    lines = [f"  statements of {plan.name} of {plan.size}, by total time (ms: n, p50, p90, max):"]
+    for row in rows[:8]:
+        lines.append(
+            f"    {row['count']:5d} {row['p50_ms']:7.2f} {row['p90_ms']:7.2f} "
+            f"{row['max_ms']:8.2f}  {row['statement']}"
+        )
+    return "\n".join(lines)
 
 
 def _progress_line(figures: dict[str, Any]) -> str:

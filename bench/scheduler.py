@@ -123,6 +123,7 @@ def stack_start(
     asgi_processes: int = 1,
     worker_nice: int = 0,
     workers: int = 1,
+    statement_times: Path | None = None,
 ) -> Stack:
     """Redis if the embedded one is wanted, a worker with `slots` slots, and `asgi_processes`
     ASGI servers (Daphne, or uvicorn where it is installed), each on a port of its own."""
@@ -153,6 +154,8 @@ def stack_start(
             "REDIS_URL": settings.REDIS_URL,
             "AGENTSITE_OFFLINE_LATENCY_S": str(latency_s),
         }
+        if statement_times is not None:  # the workers' pool processes time their statements
+            env["AGENTSITE_STATEMENT_TIMES"] = str(statement_times)
         # The ASGI servers first: they start while the workers do.
         for number, port in enumerate(ports, start=1):
             stack.add(
