@@ -1,0 +1,450 @@
+"""Every HTTP route, walked as another user and as nobody: alice owns one object of every kind
+(a run waiting at a gate with its steps, approval, files, events, plan versions and re-plan;
+a template, a suite and an experiment, an MCP server and its tool, an API token, a local
+model), and bob and an anonymous client try each route with every method.
+
+A route reaching one of alice's objects answers bob exactly as it answers for an object that
+does not exist (403, 404 or 405), an anonymous client is sent to log in (401 on the API), no
+body holds alice's text, and nothing of hers changes. A route listing "your" things shows bob
+none of alice's. A route that is not in ROUTES fails the first test, so a new one cannot be
+left out; a control shows alice herself reaches each object, so the checks can fail.
+
+The WebSocket routes are held by tests/web/test_consumer.py and tests/api/test_websocket.py
+(another user's run closes with 4404 before anything is sent); they are classified here too."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from planner_ui.core.evaluation import arm_parse, suite_load
+from planner_ui.models import (
+    ApiToken,
+    Approval,
+    LocalModel,
+    McpServer,
+    McpServerTool,
+    PlanProposal,
+    Run,
+    RunFile,
+)
+from planner_ui.routing import websocket_urlpatterns
+from planner_ui.services.evaluations import experiment_create, suite_save
+from planner_ui.services.runs import run_approve_plan
+from planner_ui.services.templates import template_save
+from planner_ui.services.tokens import token_create
+from tests.services.test_runs import drive, planned
+
+# Alice's text: each of her objects carries it, and no answer to anyone else may.
+SECRET = "Quokkasecret"
+TASK = f"Write a two-line status note on {SECRET} and email it to bob@example.com"
+SUITE = f"""name: {SECRET.lower()}-suite
+tasks:
+  - id: only
+    task: "Write about {SECRET}"
+    checks: [{{type: contains, text: "{SECRET}"}}]
+"""
+# What bob posts in every form: nothing of alice's text, so whatever he makes is his own.
+BOB_SUITE = """name: bobs-suite
+tasks:
+  - id: only
+    task: "Write about bob"
+    checks: [{type: contains, text: "bob"}]
+"""
+MISSING = 987_654  # an id no object has
+
+# What each route reaches.
+PUBLIC = "public"  # anyone: probes, the login pages, the API's own description
+STAFF = "staff"  # the admin and the local-model panel: a plain user is refused
+MINE = "mine"  # the signed-in person's own things: lists, forms that make something new
+OWNED = "owned"  # one object of its owner's, named in the path
+HOOK = "hook"  # a template's webhook: anyone holding its secret, else refused
+
+ROUTES: dict[str, tuple[str, str]] = {
+    # route: (what it reaches, the object its ids name)
+    "healthz": (PUBLIC, "-"),
+    "readyz": (PUBLIC, "-"),
+    "admin/": (STAFF, "the Django admin"),
+    "accounts/login/": (PUBLIC, "-"),
+    "accounts/logout/": (PUBLIC, "the caller's own session"),
+    "": (MINE, "the person's runs"),
+    "runs/": (MINE, "the person's runs"),
+    "runs/new/": (MINE, "a new run"),
+    "runs/new/hosts/": (MINE, "hosts of a task being typed"),
+    "runs/new/similar/": (MINE, "the person's similar runs"),
+    "runs/new/from/<int:run_id>/": (OWNED, "Run (the plan to start from)"),
+    "runs/<int:run_id>/": (OWNED, "Run"),
+    "runs/<int:run_id>/steps/": (OWNED, "Run's steps"),
+    "runs/<int:run_id>/timeline/": (OWNED, "Run's events"),
+    "runs/<int:run_id>/report.<str:kind>": (OWNED, "Run's report"),
+    "runs/<int:run_id>/files/<path:path>": (OWNED, "RunFile"),
+    "runs/<int:run_id>/approve/": (OWNED, "Run's PlanVersion"),
+    "runs/<int:run_id>/cancel/": (OWNED, "Run"),
+    "runs/<int:run_id>/pause/": (OWNED, "Run"),
+    "runs/<int:run_id>/resume/": (OWNED, "Run"),
+    "runs/<int:run_id>/steps/<slug:step_id>/retry/": (OWNED, "Step"),
+    "runs/<int:run_id>/steps/<slug:step_id>/fork/": (OWNED, "Step (a fork of its run)"),
+    "runs/<int:run_id>/replan/": (OWNED, "PlanProposal (re-plan)"),
+    "runs/<int:run_id>/baseline/": (OWNED, "Run (its baseline)"),
+    "runs/<int:run_id>/compare/": (OWNED, "Run and ?with= Run"),
+    "settings/api-tokens/": (MINE, "the person's ApiTokens"),
+    "settings/mcp/": (MINE, "the person's and shared McpServers"),
+    "settings/local-models/": (STAFF, "LocalModels"),
+    "settings/local-models/start/": (STAFF, "a new LocalModel"),
+    "settings/local-models/<int:model_id>/stop/": (STAFF, "LocalModel"),
+    "settings/mcp/new/": (MINE, "a new McpServer"),
+    "settings/mcp/<int:server_id>/check/": (OWNED, "McpServer"),
+    "settings/mcp/<int:server_id>/remove/": (OWNED, "McpServer"),
+    "settings/mcp/tools/<int:tool_id>/": (OWNED, "McpServerTool"),
+    "settings/api-tokens/<int:token_id>/revoke/": (OWNED, "ApiToken"),
+    "approvals/": (MINE, "the person's Approvals"),
+    "approvals/count/": (MINE, "the person's Approvals"),
+    "approvals/decide/": (MINE, "Approvals named in the form"),
+    "approvals/<int:approval_id>/decide/": (OWNED, "Approval"),
+    "runs/<int:run_id>/plan/change/": (OWNED, "Run's plan"),
+    "runs/<int:run_id>/plan/revision/": (OWNED, "Run's PlanProposal"),
+    "runs/<int:run_id>/plan/import/": (OWNED, "Run's plan"),
+    "runs/<int:run_id>/plan/diff/": (OWNED, "Run's PlanVersions"),
+    "runs/<int:run_id>/plan/v<int:number>.json": (OWNED, "PlanVersion"),
+    "evaluations/": (MINE, "the person's suites and experiments"),
+    "evaluations/suites/new/": (MINE, "a new EvaluationSuite"),
+    "evaluations/suites/<int:suite_id>/": (OWNED, "EvaluationSuite"),
+    "evaluations/suites/<int:suite_id>/delete/": (OWNED, "EvaluationSuite"),
+    "evaluations/suites/<int:suite_id>/suite.<str:fmt>": (OWNED, "EvaluationSuite"),
+    "evaluations/suites/<int:suite_id>/experiment/": (OWNED, "EvaluationSuite"),
+    "evaluations/experiments/<int:experiment_id>/": (OWNED, "Experiment"),
+    "evaluations/experiments/<int:experiment_id>/cancel/": (OWNED, "Experiment"),
+    "evaluations/experiments/<int:experiment_id>/pause/": (OWNED, "Experiment"),
+    "evaluations/experiments/<int:experiment_id>/resume/": (OWNED, "Experiment"),
+    "evaluations/experiments/<int:experiment_id>/results.<str:fmt>": (OWNED, "Experiment"),
+    "runs/<int:run_id>/template/": (OWNED, "Run's PlanVersion (a template from it)"),
+    "templates/": (MINE, "the person's and shared PlanTemplates"),
+    "templates/<int:template_id>/": (OWNED, "PlanTemplate"),
+    "templates/<int:template_id>/run/": (OWNED, "PlanTemplate"),
+    "templates/<int:template_id>/v<int:number>.json": (OWNED, "PlanTemplateVersion"),
+    "templates/<int:template_id>/versions/": (OWNED, "PlanTemplate"),
+    "templates/<int:template_id>/share/": (OWNED, "PlanTemplate"),
+    "templates/<int:template_id>/delete/": (OWNED, "PlanTemplate"),
+    "templates/<int:template_id>/trigger-policy/": (OWNED, "PlanTemplate"),
+    "templates/<int:template_id>/schedule/": (OWNED, "PlanTemplate"),
+    "templates/<int:template_id>/webhook/": (OWNED, "PlanTemplate"),
+    "templates/<int:template_id>/webhook/mapping/": (OWNED, "PlanTemplate"),
+    # The JSON API (each path also answers with a trailing slash, the same view).
+    "api/v1/": (PUBLIC, "-"),
+    "api/v1/openapi.json": (PUBLIC, "-"),
+    "api/v1/docs": (PUBLIC, "-"),
+    "api/v1/runs": (MINE, "the person's runs, a new run"),
+    "api/v1/runs/<run_id>": (OWNED, "Run"),
+    "api/v1/runs/<run_id>/cancel": (OWNED, "Run"),
+    "api/v1/runs/<run_id>/pause": (OWNED, "Run"),
+    "api/v1/runs/<run_id>/resume": (OWNED, "Run"),
+    "api/v1/runs/<run_id>/steps/<step_id>/retry": (OWNED, "Step"),
+    "api/v1/runs/<run_id>/steps/<step_id>/fork": (OWNED, "Step (a fork of its run)"),
+    "api/v1/runs/<run_id>/events": (OWNED, "Run's events"),
+    "api/v1/runs/<run_id>/usage": (OWNED, "Run's model calls"),
+    "api/v1/runs/<run_id>/report": (OWNED, "Run's report"),
+    "api/v1/runs/<run_id>/plan": (OWNED, "Run's PlanVersion"),
+    "api/v1/runs/<run_id>/plan/versions/<number>": (OWNED, "PlanVersion"),
+    "api/v1/runs/<run_id>/plan/edits": (OWNED, "Run's plan"),
+    "api/v1/runs/<run_id>/plan/import": (OWNED, "Run's plan"),
+    "api/v1/runs/<run_id>/plan/diff": (OWNED, "Run's PlanVersions"),
+    "api/v1/runs/<run_id>/plan/approve": (OWNED, "Run's PlanVersion"),
+    "api/v1/runs/<run_id>/plan/template": (OWNED, "Run's PlanVersion (a template from it)"),
+    "api/v1/approvals": (MINE, "the person's Approvals"),
+    "api/v1/approvals/<approval_id>/decide": (OWNED, "Approval"),
+    "api/v1/suites": (MINE, "the person's suites, a new one"),
+    "api/v1/suites/<suite_id>": (OWNED, "EvaluationSuite"),
+    "api/v1/experiments": (MINE, "the person's experiments, a new one (suite in the body)"),
+    "api/v1/experiments/<experiment_id>": (OWNED, "Experiment"),
+    "api/v1/experiments/<experiment_id>/cancel": (OWNED, "Experiment"),
+    "api/v1/experiments/<experiment_id>/pause": (OWNED, "Experiment"),
+    "api/v1/experiments/<experiment_id>/resume": (OWNED, "Experiment"),
+    "api/v1/templates": (MINE, "the person's and shared templates, a new one"),
+    "api/v1/templates/<template_id>": (OWNED, "PlanTemplate"),
+    "api/v1/templates/<template_id>/runs": (OWNED, "PlanTemplate"),
+    "api/v1/templates/<template_id>/webhook": (OWNED, "PlanTemplate"),
+    "api/v1/templates/<template_id>/webhook-mapping": (OWNED, "PlanTemplate"),
+    "api/v1/templates/<template_id>/trigger-policy": (OWNED, "PlanTemplate"),
+    "api/v1/templates/<template_id>/schedule": (OWNED, "PlanTemplate"),
+    "api/v1/hooks/templates/<template_id>": (HOOK, "PlanTemplate (its webhook secret)"),
+}
+
+WEBSOCKET_ROUTES = {
+    "ws/runs/<int:run_id>/": "Run: tests/web/test_consumer.py::test_another_user_is_refused",
+    "ws/inbox/": "the person's Approvals: tests/web/test_inbox.py",
+}
+
+METHODS = ("get", "post", "put", "delete")
+LOGIN_URL = "/accounts/login/"
+
+
+def _walk(patterns: list[Any], prefix: str = "") -> Iterator[str]:
+    for pattern in patterns:
+        route = prefix + str(pattern.pattern)
+        if isinstance(pattern, URLResolver):
+            if route == "admin/":  # Django's own, staff only as a whole
+                yield route
+            else:
+                yield from _walk(pattern.url_patterns, route)
+        elif isinstance(pattern, URLPattern):
+            # The API's slashed twins are the same views as the slashless paths.
+            yield route.rstrip("/") if route.startswith("api/v1/") and route != "api/v1/" else route
+
+
+def all_routes() -> list[str]:
+    return sorted(set(_walk(get_resolver().url_patterns)))
+
+
+def test_every_route_is_classified() -> None:
+    routes = set(all_routes())
+    assert sorted(routes - ROUTES.keys()) == [], "new routes: classify them in ROUTES"
+    assert sorted(ROUTES.keys() - routes) == [], "routes that are gone: drop them from ROUTES"
+    sockets = {str(p.pattern) for p in websocket_urlpatterns}
+    assert sockets == WEBSOCKET_ROUTES.keys()
+
+
+@dataclass
+class World:
+    """Alice's objects, and what each path parameter is for them and for nothing."""
+
+    ids: dict[str, str]
+    run: Run
+    approval: Approval
+    proposal: PlanProposal
+    alice: Any
+    bob: Client
+    bob_api: Client
+    alice_api: Client
+
+
+@pytest.fixture(scope="module")
+def world(django_db_setup: Any, django_db_blocker: Any) -> Iterator[World]:
+    """Made once for the module (a run driven to its gate takes a while) and committed; each
+    test's changes roll back with its transaction. No task is sent and nothing is published:
+    no worker is involved, and the run is driven in this process."""
+    with (
+        django_db_blocker.unblock(),
+        mock.patch("planner_ui.services.broadcast.tasks_send"),
+        mock.patch("planner_ui.services.broadcast.group_publish"),
+    ):
+        users = get_user_model().objects
+        alice = users.create_user("alice-er", password="pw-for-tests-1")
+        bob = users.create_user("bob-er", password="pw-for-tests-1")
+        try:
+            yield _make_world(alice, bob)
+        finally:
+            # A run's approved plan is protected from deletion while the run points at it.
+            Run.objects.filter(owner__in=[alice, bob]).update(approved_plan=None)
+            users.filter(pk__in=[alice.pk, bob.pk]).delete()
+            LocalModel.objects.filter(name__startswith=SECRET.lower()).delete()
+
+
+def _make_world(alice: Any, bob: Any) -> World:
+    run = planned(alice, TASK)
+    run_approve_plan(run.pk)
+    drive(run)
+    approval = run.approvals.get(state=Approval.State.PENDING)
+    step = run.steps.order_by("pk").first()
+    RunFile.objects.create(
+        run=run, path="notes.txt", content=SECRET.encode(), size=len(SECRET), sha256="0" * 64
+    )
+    proposal = PlanProposal.objects.create(
+        run=run, kind=PlanProposal.Kind.REPLAN, base_version=1, note=SECRET, state="ready"
+    )
+    saved = template_save(
+        user=alice,
+        name=f"{SECRET} template",
+        task=f"{SECRET} for {{who}}",
+        plan={"steps": [{"id": "a", "title": SECRET, "instruction": "Hi {who}", "role": "writer"}]},
+    )
+    suite = suite_save(alice, SUITE)
+    experiment = experiment_create(alice, suite_load(suite.content), [arm_parse("plan")])
+    server = McpServer.objects.create(
+        owner=alice, name=SECRET.lower(), transport="http", url="http://127.0.0.1:9/mcp"
+    )
+    tool = McpServerTool.objects.create(
+        server=server, name=f"{SECRET}_tool", description=SECRET, digest="0" * 64
+    )
+    token, _ = token_create(user=alice, name=SECRET)
+    model = LocalModel.objects.create(path=f"/nowhere/{SECRET}.gguf", name=SECRET.lower())
+    ids = {
+        "run_id": str(run.pk),
+        "step_id": step.step_id,
+        "kind": "md",
+        "path": "notes.txt",
+        "model_id": str(model.pk),
+        "server_id": str(server.pk),
+        "tool_id": str(tool.pk),
+        "token_id": str(token.pk),
+        "approval_id": str(approval.pk),
+        "number": "1",
+        "suite_id": str(suite.pk),
+        "fmt": "json",
+        "experiment_id": str(experiment.pk),
+        "template_id": str(saved.template_id),
+    }
+    bob_client = Client()
+    bob_client.force_login(bob)
+    _, bob_raw = token_create(user=bob, name="bob's")
+    bob_api = Client(headers={"Authorization": f"Bearer {bob_raw}"})
+    _, alice_raw = token_create(user=alice, name="alice's")
+    alice_api = Client(headers={"Authorization": f"Bearer {alice_raw}"})
+    return World(ids, run, approval, proposal, alice, bob_client, bob_api, alice_api)
+
+
+def _url(route: str, ids: dict[str, str]) -> str:
+    return "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: ids[m.group(1)], route)
+
+
+def _form(world: World) -> dict[str, str]:
+    """One form for every POST: each field a view reads, ids naming alice's objects, so a view
+    that checked its form before its owner would act on them."""
+    return {
+        "decision": "approve",
+        "action": "accept",
+        "approval": str(world.approval.pk),
+        "proposal": str(world.proposal.pk),
+        "version": "1",
+        "base_version": "1",
+        "task": "Write a note and email it to bob@example.com",
+        "name": "bobs",
+        "note": "bob was here",
+        "reason": "bob was here",
+        "op": "undo",
+        "effect": "read",
+        "content": BOB_SUITE,
+        "shared": "on",
+        "downstream": "on",
+        "from": "inbox",
+        "run": str(world.run.pk),
+        "template": world.ids["template_id"],
+    }
+
+
+def _send(client: Client, method: str, url: str, world: World, api: bool) -> Any:
+    if method == "get":
+        return client.get(
+            url, {"with": world.run.pk, "from": "1", "to": "1", "base": 1, "other": 1}
+        )
+    if api:
+        body = {"payload": _form(world), **_form(world)}
+        return getattr(client, method)(url, body, content_type="application/json")
+    return getattr(client, method)(url, _form(world))
+
+
+def _snapshot(alice: Any) -> dict[str, Any]:
+    """Every row of every model of the app, but the API tokens' last use (each request of
+    bob's marks his own)."""
+    rows: dict[str, Any] = {}
+    for model in apps.get_app_config("planner_ui").get_models():
+        query = model.objects.order_by("pk").values()
+        if model is ApiToken:
+            query = query.filter(user=alice)
+        rows[model.__name__] = list(query)
+    return rows
+
+
+def _no_secret(response: Any) -> None:
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    assert SECRET.lower().encode() not in body.lower(), body[:2000]
+
+
+OWNED_ROUTES = sorted(r for r, (kind, _) in ROUTES.items() if kind == OWNED)
+MINE_ROUTES = sorted(r for r, (kind, _) in ROUTES.items() if kind == MINE)
+OTHER_ROUTES = sorted(r for r, (kind, _) in ROUTES.items() if kind in (PUBLIC, STAFF, HOOK))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", OWNED_ROUTES)
+def test_another_user_learns_nothing_and_changes_nothing(world: World, route: str) -> None:
+    api = route.startswith("api/")
+    client = world.bob_api if api else world.bob
+    mine = _url(route, world.ids)
+    # What "not found" looks like on this route: each id naming nothing.
+    missing = _url(
+        route, {**world.ids, **{k: str(MISSING) for k in world.ids if k.endswith("_id")}}
+    )
+    before = _snapshot(world.alice)
+    for method in METHODS:
+        answer = _send(client, method, mine, world, api)
+        control = _send(client, method, missing, world, api)
+        assert answer.status_code in {403, 404, 405, 422}, (method, answer.status_code)
+        assert answer.status_code == control.status_code, (method, control.status_code)
+        _no_secret(answer)
+    assert _snapshot(world.alice) == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", OWNED_ROUTES + MINE_ROUTES + ["settings/local-models/"])
+def test_nobody_is_sent_to_log_in(world: World, route: str) -> None:
+    url = _url(route, world.ids)
+    before = _snapshot(world.alice)
+    for method in METHODS:
+        answer = _send(Client(), method, url, world, route.startswith("api/"))
+        if route.startswith("api/"):
+            assert answer.status_code in {401, 405}, (method, answer.status_code)
+        elif answer.status_code != 405:
+            assert answer.status_code == 302, (method, answer.status_code)
+            assert answer["Location"].startswith(LOGIN_URL), answer["Location"]
+        _no_secret(answer)
+    assert _snapshot(world.alice) == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", MINE_ROUTES + OTHER_ROUTES)
+def test_lists_forms_and_public_pages_show_another_user_nothing(world: World, route: str) -> None:
+    """Bob's lists and forms hold none of alice's things, and the ids of hers in a form he
+    posts change none of them (bob may make things of his own here)."""
+    api = route.startswith("api/")
+    client = world.bob_api if api else world.bob
+    url = _url(route, world.ids)
+    before = _snapshot(world.alice)
+    for method in METHODS:
+        if route == "accounts/logout/":
+            continue
+        answer = _send(client, method, url, world, api)
+        assert answer.status_code < 500, (method, answer.status_code)
+        if ROUTES[route][0] == STAFF:
+            assert answer.status_code in {302, 403, 405}, (method, answer.status_code)
+        if ROUTES[route][0] == HOOK:
+            assert answer.status_code in {401, 403, 404, 405, 422}, (method, answer.status_code)
+        _no_secret(answer)
+    after = _snapshot(world.alice)
+    for name in before:
+        mine_before = [row for row in before[name] if _alices(row, world)]
+        mine_after = [row for row in after[name] if _alices(row, world)]
+        assert mine_after == mine_before, name
+
+
+def _alices(row: dict[str, Any], world: World) -> bool:
+    """Whether a row is one of alice's objects or part of one."""
+    owner = row.get("owner_id", row.get("user_id"))
+    if owner is not None:
+        return owner == world.alice.pk
+    run = row.get("run_id")
+    if run is not None:
+        return run == world.run.pk
+    return True  # a template's version, a tool, a local model: compare them all
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", OWNED_ROUTES)
+def test_control_alice_reaches_her_own(world: World, route: str) -> None:
+    """The checks above can fail: alice's own client reads each of her objects."""
+    api = route.startswith("api/")
+    client = world.alice_api if api else Client()
+    if not api:
+        client.force_login(world.alice)
+    answer = _send(client, "get", _url(route, world.ids), world, api)
+    if answer.status_code == 405:
+        return  # a POST-only route; the POST is what test_another_user... refuses
+    assert answer.status_code == 200, answer.status_code
