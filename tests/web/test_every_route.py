@@ -224,6 +224,7 @@ class World:
     bob: Client
     bob_api: Client
     alice_api: Client
+    template_versions: set[int]
 
 
 @pytest.fixture(scope="module")
@@ -298,7 +299,8 @@ def _make_world(alice: Any, bob: Any) -> World:
     bob_api = Client(headers={"Authorization": f"Bearer {bob_raw}"})
     _, alice_raw = token_create(user=alice, name="alice's")
     alice_api = Client(headers={"Authorization": f"Bearer {alice_raw}"})
-    return World(ids, run, approval, proposal, alice, bob_client, bob_api, alice_api)
+    versions = set(saved.template.versions.values_list("pk", flat=True))
+    return World(ids, run, approval, proposal, alice, bob_client, bob_api, alice_api, versions)
 
 
 def _url(route: str, ids: dict[str, str]) -> str:
@@ -332,11 +334,11 @@ def _form(world: World) -> dict[str, str]:
 
 def _send(client: Client, method: str, url: str, world: World, api: bool) -> Any:
     if method == "get":
-        return client.get(
-            url, {"with": world.run.pk, "from": "1", "to": "1", "base": 1, "other": 1}
-        )
+        query = {"with": world.run.pk, "from": 1, "to": 1, "base": 1, "other": 1}
+        return client.get(url, {**query, "run": world.run.pk, "template": world.ids["template_id"]})
     if api:
-        body = {"payload": _form(world), **_form(world)}
+        # The API's bodies name alice's objects in their own fields.
+        body = {**_form(world), "suite_id": int(world.ids["suite_id"]), "arms": ["plan"]}
         return getattr(client, method)(url, body, content_type="application/json")
     return getattr(client, method)(url, _form(world))
 
@@ -420,9 +422,29 @@ def test_lists_forms_and_public_pages_show_another_user_nothing(world: World, ro
         _no_secret(answer)
     after = _snapshot(world.alice)
     for name in before:
+        made = [row for row in after[name] if row not in before[name]]
+        assert not [row for row in made if _refers_to_alices(row, world)], name
         mine_before = [row for row in before[name] if _alices(row, world)]
         mine_after = [row for row in after[name] if _alices(row, world)]
         assert mine_after == mine_before, name
+
+
+def _refers_to_alices(row: dict[str, Any], world: World) -> bool:
+    """Whether a row bob made points at one of alice's objects (a fork of her run, an
+    experiment of her suite, a run of her template...)."""
+    hers = {
+        "run_id": world.run.pk,
+        "baseline_of_id": world.run.pk,
+        "forked_from_id": world.run.pk,
+        "started_from_id": world.run.pk,
+        "reused_from_id": world.run.pk,
+        "suite_id": int(world.ids["suite_id"]),
+        "server_id": int(world.ids["server_id"]),
+        "approval_id": world.approval.pk,
+    }
+    if row.get("template_version_id") in world.template_versions:
+        return True
+    return any(row.get(field) == pk for field, pk in hers.items())
 
 
 def _alices(row: dict[str, Any], world: World) -> bool:
@@ -448,3 +470,44 @@ def test_control_alice_reaches_her_own(world: World, route: str) -> None:
     if answer.status_code == 405:
         return  # a POST-only route; the POST is what test_another_user... refuses
     assert answer.status_code == 200, answer.status_code
+
+
+# GET only, and may be answered by agentsite.probes before the CSRF middleware.
+PROBES = {"healthz", "readyz"}
+PAGE_ROUTES = sorted(r for r in ROUTES if not r.startswith("api/"))
+API_ROUTES = sorted(r for r, (kind, _) in ROUTES.items() if r.startswith("api/") and kind != PUBLIC)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", PAGE_ROUTES)
+def test_every_page_refuses_an_unsafe_method_without_the_csrf_token(
+    world: World, route: str
+) -> None:
+    """Alice's own browser, on her own objects, with her form but not the page's token."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(world.alice)
+    url = _url(route, world.ids)
+    before = _snapshot(world.alice)
+    for method in ("post", "put", "delete"):
+        answer = getattr(client, method)(url, _form(world))
+        if route in PROBES:
+            assert answer.status_code in {403, 405}, (method, answer.status_code)
+            continue
+        assert answer.status_code == 403, (method, answer.status_code)
+        assert b"CSRF verification failed" in answer.content
+    assert _snapshot(world.alice) == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", API_ROUTES)
+def test_the_api_takes_no_session_so_needs_no_csrf(world: World, route: str) -> None:
+    """A page of another site can make alice's browser send her cookie, never her token: the
+    API answers the cookie alone as it answers nobody."""
+    client = Client()
+    client.force_login(world.alice)
+    url = _url(route, world.ids)
+    before = _snapshot(world.alice)
+    for method in METHODS:
+        answer = _send(client, method, url, world, api=True)
+        assert answer.status_code in {401, 403, 405}, (method, answer.status_code)
+    assert _snapshot(world.alice) == before
