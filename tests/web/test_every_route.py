@@ -40,7 +40,7 @@ from planner_ui.models import (
 from planner_ui.routing import websocket_urlpatterns
 from planner_ui.services.evaluations import experiment_create, suite_save
 from planner_ui.services.runs import run_approve_plan
-from planner_ui.services.templates import template_save
+from planner_ui.services.templates import template_save, template_schedule_set, template_share
 from planner_ui.services.tokens import token_create
 from tests.services.test_runs import drive, planned
 
@@ -183,7 +183,7 @@ WEBSOCKET_ROUTES = {
     "ws/inbox/": "the person's Approvals: tests/web/test_inbox.py",
 }
 
-METHODS = ("get", "post", "put", "delete")
+METHODS = ("get", "post", "put", "patch", "delete")
 LOGIN_URL = "/accounts/login/"
 
 
@@ -225,6 +225,7 @@ class World:
     bob_api: Client
     alice_api: Client
     template_versions: set[int]
+    shared_template_id: str
 
 
 @pytest.fixture(scope="module")
@@ -246,6 +247,7 @@ def world(django_db_setup: Any, django_db_blocker: Any) -> Iterator[World]:
             # A run's approved plan is protected from deletion while the run points at it.
             Run.objects.filter(owner__in=[alice, bob]).update(approved_plan=None)
             users.filter(pk__in=[alice.pk, bob.pk]).delete()
+            users.filter(username="staff-er").delete()
             LocalModel.objects.filter(name__startswith=SECRET.lower()).delete()
 
 
@@ -299,8 +301,21 @@ def _make_world(alice: Any, bob: Any) -> World:
     bob_api = Client(headers={"Authorization": f"Bearer {bob_raw}"})
     _, alice_raw = token_create(user=alice, name="alice's")
     alice_api = Client(headers={"Authorization": f"Bearer {alice_raw}"})
+    # A template staff shared: bob may read and run it, never change it, and never read the
+    # values alice's schedule fills it with.
+    lent = template_save(
+        user=alice,
+        name="Lent template",
+        task="Weather in {city}",
+        plan={"steps": [{"id": "a", "title": "Look", "instruction": "{city}", "role": "writer"}]},
+    ).template
+    template_schedule_set(lent, alice, "every 2 hours", {"city": SECRET})
+    staff = get_user_model().objects.create_user("staff-er", is_staff=True)
+    template_share(lent, staff, True)
     versions = set(saved.template.versions.values_list("pk", flat=True))
-    return World(ids, run, approval, proposal, alice, bob_client, bob_api, alice_api, versions)
+    return World(
+        ids, run, approval, proposal, alice, bob_client, bob_api, alice_api, versions, str(lent.pk)
+    )
 
 
 def _url(route: str, ids: dict[str, str]) -> str:
@@ -420,7 +435,12 @@ def test_lists_forms_and_public_pages_show_another_user_nothing(world: World, ro
         if ROUTES[route][0] == HOOK:
             assert answer.status_code in {401, 403, 404, 405, 422}, (method, answer.status_code)
         _no_secret(answer)
-    after = _snapshot(world.alice)
+    _assert_alices_unchanged(before, _snapshot(world.alice), world)
+
+
+def _assert_alices_unchanged(before: dict[str, Any], after: dict[str, Any], world: World) -> None:
+    """None of alice's rows changed, and no new row points at one of them (bob's own may
+    come and go)."""
     for name in before:
         made = [row for row in after[name] if row not in before[name]]
         assert not [row for row in made if _refers_to_alices(row, world)], name
@@ -511,3 +531,29 @@ def test_the_api_takes_no_session_so_needs_no_csrf(world: World, route: str) -> 
         answer = _send(client, method, url, world, api=True)
         assert answer.status_code in {401, 403, 405}, (method, answer.status_code)
     assert _snapshot(world.alice) == before
+
+
+TEMPLATE_ROUTES = sorted(
+    r for r in OWNED_ROUTES if "<template_id>" in r or "<int:template_id>" in r
+)
+# Where bob may act on a template lent to him: he runs it (his run, from alice's plan).
+RUNS_A_TEMPLATE = {"templates/<int:template_id>/run/", "api/v1/templates/<template_id>/runs"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", TEMPLATE_ROUTES)
+def test_a_shared_template_is_read_and_run_by_others_never_changed(
+    world: World, route: str
+) -> None:
+    api = route.startswith("api/")
+    client = world.bob_api if api else world.bob
+    url = _url(route, {**world.ids, "template_id": world.shared_template_id})
+    before = _snapshot(world.alice)
+    for method in METHODS:
+        answer = _send(client, method, url, world, api)
+        assert answer.status_code < 500, (method, answer.status_code)
+        if method != "get" and route not in RUNS_A_TEMPLATE:
+            # Refused: an error, or back to the page saying why (sharing is for staff).
+            assert answer.status_code in {302, 403, 404, 405, 422}, (method, answer.status_code)
+        _no_secret(answer)
+    _assert_alices_unchanged(before, _snapshot(world.alice), world)
