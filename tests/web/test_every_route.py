@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
@@ -30,10 +30,12 @@ from planner_ui.core.evaluation import arm_parse, suite_load
 from planner_ui.models import (
     ApiToken,
     Approval,
+    Experiment,
     LocalModel,
     McpServer,
     McpServerTool,
     PlanProposal,
+    PlanTemplate,
     Run,
     RunFile,
 )
@@ -60,6 +62,9 @@ tasks:
     task: "Write about bob"
     checks: [{type: contains, text: "bob"}]
 """
+# The other answer of each form: discard a re-plan or revision, reject a call.
+NO = {"action": "discard", "decision": "reject"}
+BOB = "Bobsown"  # the text of bob's own objects
 MISSING = 987_654  # an id no object has
 
 # What each route reaches.
@@ -226,6 +231,8 @@ class World:
     alice_api: Client
     template_versions: set[int]
     shared_template_id: str
+    bob_ids: dict[str, str]  # bob's own objects of every kind
+    hers: dict[str, set[int]] = field(default_factory=dict)  # alice's objects, by foreign key
 
 
 @pytest.fixture(scope="module")
@@ -251,40 +258,40 @@ def world(django_db_setup: Any, django_db_blocker: Any) -> Iterator[World]:
             LocalModel.objects.filter(name__startswith=SECRET.lower()).delete()
 
 
-def _make_world(alice: Any, bob: Any) -> World:
-    run = planned(alice, TASK)
+def _objects(user: Any, mark: str) -> tuple[dict[str, str], Run, Approval, PlanProposal, Any]:
+    """One object of every kind for `user`, each carrying `mark`; the path parameters naming
+    them, and the run, its gate, its re-plan and the template."""
+    run = planned(user, f"Write a two-line status note on {mark} and email it to bob@example.com")
     run_approve_plan(run.pk)
     drive(run)
     approval = run.approvals.get(state=Approval.State.PENDING)
     step = run.steps.order_by("pk").first()
     RunFile.objects.create(
-        run=run, path="notes.txt", content=SECRET.encode(), size=len(SECRET), sha256="0" * 64
+        run=run, path="notes.txt", content=mark.encode(), size=len(mark), sha256="0" * 64
     )
     proposal = PlanProposal.objects.create(
-        run=run, kind=PlanProposal.Kind.REPLAN, base_version=1, note=SECRET, state="ready"
+        run=run, kind=PlanProposal.Kind.REPLAN, base_version=1, note=mark, state="ready"
     )
     saved = template_save(
-        user=alice,
-        name=f"{SECRET} template",
-        task=f"{SECRET} for {{who}}",
-        plan={"steps": [{"id": "a", "title": SECRET, "instruction": "Hi {who}", "role": "writer"}]},
+        user=user,
+        name=f"{mark} template",
+        task=f"{mark} for {{who}}",
+        plan={"steps": [{"id": "a", "title": mark, "instruction": "Hi {who}", "role": "writer"}]},
     )
-    suite = suite_save(alice, SUITE)
-    experiment = experiment_create(alice, suite_load(suite.content), [arm_parse("plan")])
+    suite = suite_save(user, SUITE.replace(SECRET, mark).replace(SECRET.lower(), mark.lower()))
+    experiment = experiment_create(user, suite_load(suite.content), [arm_parse("plan")])
     server = McpServer.objects.create(
-        owner=alice, name=SECRET.lower(), transport="http", url="http://127.0.0.1:9/mcp"
+        owner=user, name=mark.lower(), transport="http", url="http://127.0.0.1:9/mcp"
     )
     tool = McpServerTool.objects.create(
-        server=server, name=f"{SECRET}_tool", description=SECRET, digest="0" * 64
+        server=server, name=f"{mark}_tool", description=mark, digest="0" * 64
     )
-    token, _ = token_create(user=alice, name=SECRET)
-    model = LocalModel.objects.create(path=f"/nowhere/{SECRET}.gguf", name=SECRET.lower())
+    token, _ = token_create(user=user, name=mark)
     ids = {
         "run_id": str(run.pk),
         "step_id": step.step_id,
         "kind": "md",
         "path": "notes.txt",
-        "model_id": str(model.pk),
         "server_id": str(server.pk),
         "tool_id": str(tool.pk),
         "token_id": str(token.pk),
@@ -295,6 +302,15 @@ def _make_world(alice: Any, bob: Any) -> World:
         "experiment_id": str(experiment.pk),
         "template_id": str(saved.template_id),
     }
+    return ids, run, approval, proposal, saved.template
+
+
+def _make_world(alice: Any, bob: Any) -> World:
+    ids, run, approval, proposal, template = _objects(alice, SECRET)
+    model = LocalModel.objects.create(path=f"/nowhere/{SECRET}.gguf", name=SECRET.lower())
+    ids["model_id"] = str(model.pk)
+    bob_ids = _objects(bob, BOB)[0]
+    bob_ids["model_id"] = ids["model_id"]
     bob_client = Client()
     bob_client.force_login(bob)
     _, bob_raw = token_create(user=bob, name="bob's")
@@ -312,9 +328,26 @@ def _make_world(alice: Any, bob: Any) -> World:
     template_schedule_set(lent, alice, "every 2 hours", {"city": SECRET})
     staff = get_user_model().objects.create_user("staff-er", is_staff=True)
     template_share(lent, staff, True)
-    versions = set(saved.template.versions.values_list("pk", flat=True))
+    versions = set(template.versions.values_list("pk", flat=True))
+    hers = {
+        "template_id": set(PlanTemplate.objects.filter(owner=alice).values_list("pk", flat=True)),
+        "server_id": set(McpServer.objects.filter(owner=alice).values_list("pk", flat=True)),
+        "experiment_id": set(Experiment.objects.filter(owner=alice).values_list("pk", flat=True)),
+        "run_id": set(Run.objects.filter(owner=alice).values_list("pk", flat=True)),
+    }
     return World(
-        ids, run, approval, proposal, alice, bob_client, bob_api, alice_api, versions, str(lent.pk)
+        ids,
+        run,
+        approval,
+        proposal,
+        alice,
+        bob_client,
+        bob_api,
+        alice_api,
+        versions,
+        str(lent.pk),
+        bob_ids,
+        hers,
     )
 
 
@@ -347,7 +380,7 @@ def _form(world: World) -> dict[str, str]:
     }
 
 
-def _send(client: Client, method: str, url: str, world: World, api: bool) -> Any:
+def _send(client: Client, method: str, url: str, world: World, api: bool, **fields: str) -> Any:
     if method == "get":
         # Ids of alice's, and words of her task for the searches.
         query = {
@@ -361,9 +394,9 @@ def _send(client: Client, method: str, url: str, world: World, api: bool) -> Any
         return client.get(url, {**query, "run": world.run.pk, "template": world.ids["template_id"]})
     if api:
         # The API's bodies name alice's objects in their own fields.
-        body = {**_form(world), "suite_id": int(world.ids["suite_id"]), "arms": ["plan"]}
+        body = {**_form(world), **fields, "suite_id": int(world.ids["suite_id"]), "arms": ["plan"]}
         return getattr(client, method)(url, body, content_type="application/json")
-    return getattr(client, method)(url, _form(world))
+    return getattr(client, method)(url, {**_form(world), **fields})
 
 
 def _snapshot(alice: Any) -> dict[str, Any]:
@@ -482,10 +515,10 @@ def _alices(row: dict[str, Any], world: World) -> bool:
     owner = row.get("owner_id", row.get("user_id"))
     if owner is not None:
         return owner == world.alice.pk
-    run = row.get("run_id")
-    if run is not None:
-        return run == world.run.pk
-    return True  # a template's version, a tool, a local model: compare them all
+    for key in ("template_id", "server_id", "experiment_id", "run_id"):
+        if row.get(key) is not None:
+            return row[key] in world.hers[key]
+    return True  # a local model, a sweep: compare them all
 
 
 @pytest.mark.django_db
@@ -565,5 +598,23 @@ def test_a_shared_template_is_read_and_run_by_others_never_changed(
         if method != "get" and route not in RUNS_A_TEMPLATE:
             # Refused: an error, or back to the page saying why (sharing is for staff).
             assert answer.status_code in {302, 403, 404, 405, 422}, (method, answer.status_code)
+        _no_secret(answer)
+    _assert_alices_unchanged(before, _snapshot(world.alice), world)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("route", OWNED_ROUTES)
+def test_a_form_on_ones_own_object_reaches_none_of_anothers(world: World, route: str) -> None:
+    """Bob posts to his own run, template, suite, server... with alice's approval, re-plan,
+    run, template and suite ids in the form's fields (and the API body's): whatever his own
+    object does with them, nothing of alice's changes or shows."""
+    api = route.startswith("api/")
+    client = world.bob_api if api else world.bob
+    url = _url(route, world.bob_ids)
+    before = _snapshot(world.alice)
+    # The form says yes, then no: accept and approve, then discard and reject.
+    for method, fields in [(m, {}) for m in METHODS] + [(m, NO) for m in METHODS if m != "get"]:
+        answer = _send(client, method, url, world, api, **fields)
+        assert answer.status_code < 500, (method, answer.status_code)
         _no_secret(answer)
     _assert_alices_unchanged(before, _snapshot(world.alice), world)
