@@ -27,6 +27,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from planner_ui.core.evaluation import arm_parse, suite_load
+from planner_ui.core.status import RunStatus
 from planner_ui.models import (
     ApiToken,
     Approval,
@@ -307,6 +308,10 @@ def _objects(user: Any, mark: str) -> tuple[dict[str, str], Run, Approval, PlanP
 
 def _make_world(alice: Any, bob: Any) -> World:
     ids, run, approval, proposal, template = _objects(alice, SECRET)
+    # A run that succeeded: the plan library and the history's search hold it.
+    done = planned(alice, f"Research the history of {SECRET}, then write a short summary")
+    run_approve_plan(done.pk)
+    assert drive(done).status == RunStatus.SUCCEEDED, done.error
     model = LocalModel.objects.create(path=f"/nowhere/{SECRET}.gguf", name=SECRET.lower())
     ids["model_id"] = str(model.pk)
     bob_ids = _objects(bob, BOB)[0]
@@ -365,7 +370,7 @@ def _form(world: World) -> dict[str, str]:
         "proposal": str(world.proposal.pk),
         "version": "1",
         "base_version": "1",
-        "task": "Write a note and email it to bob@example.com",
+        "task": "Research the history, then summarise",  # as alice's run that succeeded
         "name": "bobs",
         "note": "bob was here",
         "reason": "bob was here",
@@ -618,3 +623,14 @@ def test_a_form_on_ones_own_object_reaches_none_of_anothers(world: World, route:
         assert answer.status_code < 500, (method, answer.status_code)
         _no_secret(answer)
     _assert_alices_unchanged(before, _snapshot(world.alice), world)
+
+
+@pytest.mark.django_db
+def test_control_alices_searches_find_her_runs(world: World) -> None:
+    """The searches bob made above would have found alice's runs, had they been his."""
+    client = Client()
+    client.force_login(world.alice)
+    similar = client.post("/runs/new/similar/", {"task": _form(world)["task"]})
+    assert SECRET in similar.content.decode()
+    history = client.get("/runs/", {"q": "status note"})
+    assert SECRET in history.content.decode()
