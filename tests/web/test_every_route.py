@@ -1,19 +1,25 @@
 """Every HTTP route, walked as another user and as nobody: alice owns one object of every kind
-(a run waiting at a gate with its steps, approval, files, events, plan versions and re-plan;
-a template, a suite and an experiment, an MCP server and its tool, an API token, a local
-model), and bob and an anonymous client try each route with every method.
+(a run waiting at a gate with its steps, approval, files, events, plan versions and re-plan, a
+run that succeeded; a template, a suite and an experiment, an MCP server and its tool, an API
+token, a local model), bob owns the same, and bob and an anonymous client try each route with
+every method.
 
-A route reaching one of alice's objects answers bob exactly as it answers for an object that
-does not exist (403, 404 or 405), an anonymous client is sent to log in (401 on the API), no
-body holds alice's text, and nothing of hers changes. A route listing "your" things shows bob
-none of alice's. A route that is not in ROUTES fails the first test, so a new one cannot be
-left out; a control shows alice herself reaches each object, so the checks can fail.
+- A route reaching one of alice's objects answers bob exactly as it answers for an object that
+  does not exist (403, 404, 405 or, on the API, 422 for the body), with none of her text, and
+  nothing of hers changes. An anonymous client is sent to log in (401 on the API).
+- A route listing or making "your" things shows bob none of alice's, and ids of hers in his
+  forms change none of them; nor do they posted to his own objects' routes.
+- A template staff shared is read and run by bob, never changed, and never shows him the
+  values alice's schedule runs it with.
+- Every page refuses an unsafe method without the CSRF token; the API takes no session.
 
-The WebSocket routes are held by tests/web/test_consumer.py and tests/api/test_websocket.py
-(another user's run closes with 4404 before anything is sent); they are classified here too."""
+A route missing from ROUTES fails the first test, so a new one cannot be left out, and controls
+show alice reaches her own objects, so the checks can fail. The WebSocket routes are classified
+here too and held by the consumer tests named in WEBSOCKET_ROUTES."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -184,9 +190,17 @@ ROUTES: dict[str, tuple[str, str]] = {
     "api/v1/hooks/templates/<template_id>": (HOOK, "PlanTemplate (its webhook secret)"),
 }
 
+# The WebSocket routes, each with the tests that hold it (checked below to exist).
 WEBSOCKET_ROUTES = {
-    "ws/runs/<int:run_id>/": "Run: tests/web/test_consumer.py::test_another_user_is_refused",
-    "ws/inbox/": "the person's Approvals: tests/web/test_inbox.py",
+    "ws/runs/<int:run_id>/": [
+        "tests.web.test_consumer::test_another_user_is_refused",
+        "tests.web.test_consumer::test_anonymous_is_refused",
+        "tests.web.test_consumer::test_a_missing_run_is_refused_like_another_users",
+        "tests.api.test_websocket::test_another_users_token_and_a_revoked_one_are_refused",
+    ],
+    "ws/inbox/": [
+        "tests.web.test_consumer::test_the_inbox_socket_pushes_the_pending_count_to_its_user_only",
+    ],
 }
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -216,6 +230,10 @@ def test_every_route_is_classified() -> None:
     assert sorted(ROUTES.keys() - routes) == [], "routes that are gone: drop them from ROUTES"
     sockets = {str(p.pattern) for p in websocket_urlpatterns}
     assert sockets == WEBSOCKET_ROUTES.keys()
+    for tests in WEBSOCKET_ROUTES.values():
+        for test in tests:
+            module, name = test.split("::")
+            assert callable(getattr(importlib.import_module(module), name, None)), test
 
 
 @dataclass
