@@ -94,15 +94,19 @@ class TemplateOut(Schema):
     shared: bool
     owner: str
     mine: bool
-    webhook: bool = Field(description="Whether its webhook is on.")
-    webhook_mapping: dict[str, str] = Field(
+    # The owner's own settings: null for anyone else (a shared template lends its plan, not
+    # the values its owner's schedule runs with or how their webhook reads bodies).
+    webhook: bool | None = Field(description="Whether its webhook is on; null unless yours.")
+    webhook_mapping: dict[str, str] | None = Field(
         description="Where in the webhook's JSON body each parameter's value is "
-        '({"title": "$.ticket.title"}); empty: the body is the values themselves.'
+        '({"title": "$.ticket.title"}); empty: the body is the values themselves. Null '
+        "unless yours."
     )
-    trigger_policy: TriggerPolicy = Field(
-        description="What the runs its triggers start do with irreversible calls."
+    trigger_policy: TriggerPolicy | None = Field(
+        description="What the runs its triggers start do with irreversible calls; null unless "
+        "yours."
     )
-    schedule: ScheduleOut
+    schedule: ScheduleOut | None = Field(description="Its schedule; null unless yours.")
     latest: TemplateVersionOut
     versions: list[int]
 
@@ -179,28 +183,35 @@ def _version_out(version: PlanTemplateVersion) -> dict[str, Any]:
 
 def _template_out(request: HttpRequest, template: PlanTemplate) -> dict[str, Any]:
     versions = list(template.versions.all())
-    return {
+    mine = template.owner_id == request.user.pk
+    out: dict[str, Any] = {
         "template_id": template.pk,
         "name": template.name,
         "description": template.description,
         "shared": template.shared,
         "owner": template.owner.get_username(),
-        "mine": template.owner_id == request.user.pk,
-        "webhook": bool(template.webhook_digest),
-        "webhook_mapping": template.webhook_mapping,
-        "trigger_policy": {
+        "mine": mine,
+        "webhook": None,
+        "webhook_mapping": None,
+        "trigger_policy": None,
+        "schedule": None,
+        "latest": _version_out(versions[-1]),
+        "versions": [v.number for v in versions],
+    }
+    if mine:  # as the page: only the owner sees and sets the triggers
+        out["webhook"] = bool(template.webhook_digest)
+        out["webhook_mapping"] = template.webhook_mapping
+        out["trigger_policy"] = {
             "tool_policy": template.trigger_policy,
             "auto_tools": template.trigger_auto_tools,
-        },
-        "schedule": {
+        }
+        out["schedule"] = {
             "schedule": template.schedule,
             "values": template.schedule_values,
             "next_run_at": template.next_run_at.isoformat() if template.next_run_at else None,
             "error": template.schedule_error,
-        },
-        "latest": _version_out(versions[-1]),
-        "versions": [v.number for v in versions],
-    }
+        }
+    return out
 
 
 def _run_out(request: HttpRequest, run: Run) -> dict[str, Any]:
