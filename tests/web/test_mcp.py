@@ -109,6 +109,20 @@ def test_others_see_a_shared_server_but_cannot_change_it(client_admin, client_al
     assert lookup.effect == "read"
 
 
+def test_others_see_a_shared_commands_program_but_not_its_arguments(
+    client_admin, client_alice
+) -> None:
+    # Arguments may carry a secret (a key, a token), as a URL's query may: only whoever
+    # manages the server sees them, as only they see its URL whole.
+    server = register(client_admin)
+    server.command = [*server.command, "--api-key", "sk-secret-42"]
+    server.save()
+    page = client_alice.get(reverse("mcp_servers")).content.decode()
+    assert f"<code>{server.command[0]}</code>" in page
+    assert "sk-secret-42" not in page and "tests.fakes.mcp_server" not in page
+    assert "sk-secret-42" in client_admin.get(reverse("mcp_servers")).content.decode()
+
+
 def test_a_checked_server_shows_the_change_and_approving_offers_it_again(client_admin) -> None:
     server = register_and_approve(client_admin)
     server.command = [*server.command, "--variant", "2"]
