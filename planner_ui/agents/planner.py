@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner_ui.core.errors import PlanValidationError, ReplyUnusable
-from planner_ui.core.grants import ungranted_mentions
+from planner_ui.core.grants import new_held_grants, ungranted_mentions
 from planner_ui.core.messages import ModelRequest, ToolSpec, Usage
 from planner_ui.core.plan import Plan, plan_json_schema
 from planner_ui.core.validation import parse_plan_json, validate_plan
@@ -43,6 +43,8 @@ def make_plan(
     max_attempts: int = 2,
     first_message: str | None = None,
     examples: Sequence[tuple[str, str, str]] = (),
+    replacing: Plan | None = None,
+    held: Collection[str] = (),
 ) -> PlanningResult:
     """Ask for a plan; if it fails validation, ask once more with the errors. Never guesses.
 
@@ -50,7 +52,9 @@ def make_plan(
     about once; the answer is taken if it is valid and leaves fewer such doubts, else the first
     plan stands.
 
-    `examples` are past plans for similar tasks, (source, task, plan JSON), given as data."""
+    `examples` are past plans for similar tasks, (source, task, plan JSON), given as data.
+    `replacing` is the plan a re-plan revises: a revision that grants one of the `held` tools
+    (those a person must see) that neither the task nor that plan uses is asked about too."""
     known = {spec.name for spec in tools}
     content = first_message or planner_message(task, tools, examples=examples)
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
@@ -88,6 +92,8 @@ def make_plan(
             continue
         attempts.append(PlanAttempt(reply.text, reply.usage, []))
         doubts = ungranted_mentions(plan, known, task)
+        if replacing is not None:
+            doubts += new_held_grants(plan, replacing, held, task)
         if standing is not None:
             # The second look is taken only where it settled some of what it was asked about:
             # a reply with as many doubts or more is no fix (seen: seed 7 of the opt-in run,

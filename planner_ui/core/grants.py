@@ -72,3 +72,28 @@ def ungranted_mentions(plan: Plan, offered: Collection[str], task: str = "") -> 
                 f"granted it (its tools: {granted})"
             )
     return problems
+
+
+def new_held_grants(plan: Plan, replacing: Plan, held: Collection[str], task: str) -> list[str]:
+    """One line per step of a revision granted a tool a person must see (it acts on the world,
+    or reaches a host) that neither the task names nor the plan being replaced grants: a
+    re-plan that reaches for one routes around a failure by asking a person (seen: seed 7 of
+    the opt-in run, whose step that read "the calculator" from a file failed, and whose
+    re-plan granted http_post to "install the calculator", and so waited for someone)."""
+    before = {tool for step in replacing.steps for tool in step.tools}
+    problems = []
+    for step in plan.steps:
+        new = [
+            name
+            for name in step.tools
+            if name in held and name not in before and not _mention(name).search(task)
+        ]
+        if new:
+            tools = " and ".join(new)
+            problems.append(
+                f"step '{step.id}' is granted {tools}, which a person must approve before the "
+                "run goes on, and which neither the task nor the current plan uses: route "
+                "around what failed with the tools the task needs, and grant "
+                f"{tools} only if the task cannot be done without it"
+            )
+    return problems

@@ -270,3 +270,25 @@ def test_the_offline_planner_plans_the_same_with_past_plans_given() -> None:
         )
         assert plain.plan is not None
         assert given.plan == plain.plan, task
+
+
+def test_a_revision_that_reaches_for_a_tool_a_person_must_see_is_asked_about_once() -> None:
+    # Seed 7 of the opt-in run: its re-plan granted http_post to "install the calculator" and
+    # waited for a person; asked, a planner may route around the failure without it.
+    tools = [*TOOLS, REGISTRY["http_post"].spec()]
+    current = make_plan(ScriptedProvider([reply(plan_text())]), "What is 2 + 2?", tools).plan
+    assert current is not None
+    posting = plan_text(tools=["calculator", "http_post"])
+    provider = ScriptedProvider([reply(posting), reply(plan_text())])
+
+    result = make_plan(
+        provider, "What is 2 + 2?", tools, replacing=current, held={"http_post", "fetch_url"}
+    )
+
+    assert result.plan is not None and result.plan.steps[0].tools == ["calculator"]
+    asked = provider.requests[1].messages[-1]["content"]
+    assert asked.startswith("Check that plan's tools:\n- step 'add' is granted http_post, which")
+    # A first plan is not a revision: the same grant is not asked about there.
+    provider = ScriptedProvider([reply(posting)])
+    result = make_plan(provider, "What is 2 + 2?", tools, held={"http_post"})
+    assert result.plan is not None and len(provider.requests) == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner_ui.core.grants import named_tools, ungranted_mentions
+from planner_ui.core.grants import named_tools, new_held_grants, ungranted_mentions
 from planner_ui.core.plan import Plan
 
 OFFERED = ["calculator", "python", "read_file", "shell", "web_search"]
@@ -98,3 +98,41 @@ def test_reading_a_file_beside_a_tool_is_not_reading_the_tool(instruction: str) 
         "step 's' says to use calculator in its instruction but is not granted it (its tools: "
         "read_file)"
     )
+
+
+# --- a revision that reaches for a tool a person must see ---------------------------------------
+
+HELD = {"http_post", "send_email", "fetch_url"}
+
+
+def test_a_revision_granting_a_held_tool_nobody_used_is_in_doubt() -> None:
+    # Seed 7 of the opt-in run: a re-plan to "install the calculator" with http_post.
+    current = plan("Read the calculator from a file.", ["read_file"])
+    revised = plan("Install the calculator by posting to its site.", ["http_post", "calculator"])
+
+    (problem,) = new_held_grants(revised, current, HELD, "Compute 1500 * 0.2 + 75.")
+
+    assert problem == (
+        "step 's' is granted http_post, which a person must approve before the run goes on, "
+        "and which neither the task nor the current plan uses: route around what failed with "
+        "the tools the task needs, and grant http_post only if the task cannot be done without it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("current_tools", "task"),
+    [
+        (["http_post"], "Compute it."),  # the plan being replaced had it
+        (["read_file"], "Compute it and send it with http_post."),  # the task names it
+    ],
+)
+def test_a_held_tool_the_task_or_the_plan_used_is_no_doubt(
+    current_tools: list[str], task: str
+) -> None:
+    revised = plan("Send the result.", ["http_post"])
+    assert new_held_grants(revised, plan("Compute it.", current_tools), HELD, task) == []
+
+
+def test_a_tool_not_held_is_no_doubt() -> None:
+    revised = plan("Compute it with the calculator.", ["calculator"])
+    assert new_held_grants(revised, plan("Read it.", ["read_file"]), HELD, "Compute it.") == []
