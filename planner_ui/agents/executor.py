@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from planner_ui.core.errors import ReplyCutOff, StepFailed, ToolError, ToolUnavailable
 from planner_ui.core.events import EventType
-from planner_ui.core.grants import named_tools
+from planner_ui.core.grants import tools_asked_for
 from planner_ui.core.messages import (
     ModelReply,
     ModelRequest,
@@ -338,9 +338,9 @@ def run_step(
         name: description_examples(spec.description, spec.input_schema)
         for name, spec in specs.items()
     }
-    # The granted tools the instruction says to use: an answer that leaves one of them uncalled
-    # is asked again.
-    named = named_tools(step.instruction, list(granted))
+    # The granted tools the instruction says to use, by name or by what they do: an answer that
+    # leaves one of them uncalled is asked again.
+    named = tools_asked_for(step.instruction, list(granted))
 
     def unused() -> list[str]:
         called = _called(state)

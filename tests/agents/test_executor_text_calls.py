@@ -639,3 +639,24 @@ def test_a_native_call_cut_off_twice_when_asked_leaves_the_answer(tool_ctx: Tool
     outcome, _ = run(provider, step("calculator", instruction=SUM), tool_ctx)
 
     assert (outcome.output, outcome.warnings) == ("375.0", [UNUSED_WARNING])
+
+
+def test_a_step_told_to_save_a_file_is_asked_for_the_write(tool_ctx: ToolContext) -> None:
+    # Seed 42 of the opt-in run: the calculator called (and called again), 375 answered, and
+    # result.txt never written; the next step's read of it failed through two re-plans.
+    instruction = (
+        "Evaluate 1500 * 0.2 + 75 with the calculator tool. Save the result as a file named "
+        "'result.txt'."
+    )
+    calc = ToolCall("c", "calculator", {"expression": "1500 * 0.2 + 75"})
+    write = ToolCall("w", "write_file", {"path": "result.txt", "content": "375"})
+    provider = ScriptedProvider([reply("", calc), reply("375"), reply("", write), reply("375")])
+
+    outcome, _ = run(
+        provider, step("read_file", "write_file", "calculator", instruction=instruction), tool_ctx
+    )
+
+    assert provider.requests[2].messages[-1]["content"] == unused_correction(["write_file"])
+    assert provider.requests[2].required_tools == ("write_file",)
+    assert (tool_ctx.workspace / "result.txt").read_text() == "375"
+    assert (outcome.output, outcome.warnings) == ("375", [])
