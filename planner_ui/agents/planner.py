@@ -61,7 +61,7 @@ def make_plan(
     attempts: list[PlanAttempt] = []
     model = provider.label
     standing: Plan | None = None  # a valid plan asked about once more
-    standing_doubts: list[str] = []
+    standing_doubts: tuple[list[str], list[str]] = ([], [])
     for _ in range(max_attempts):
         reply = provider.complete(
             ModelRequest(
@@ -91,19 +91,22 @@ def make_plan(
             ]
             continue
         attempts.append(PlanAttempt(reply.text, reply.usage, []))
-        doubts = ungranted_mentions(plan, known, task)
-        if replacing is not None:
-            doubts += new_held_grants(plan, replacing, held, task)
+        waits = new_held_grants(plan, replacing, held, task) if replacing is not None else []
+        others = ungranted_mentions(plan, known, task)
+        doubts = others + waits
         if standing is not None:
             # The second look is taken only where it settled some of what it was asked about:
             # a reply with as many doubts or more is no fix (seen: seed 7 of the opt-in run,
             # asked about a step reading the calculator as a file, kept that step and swapped
-            # the calculator in the next step for python, leaving no step the calculator).
-            better = len(doubts) < len(standing_doubts)
+            # the calculator in the next step for python, leaving no step the calculator). A
+            # grant that would stop the run for a person weighs more than any other doubt
+            # (seed 7 again: asked about http_post, its re-plan dropped it and named it in an
+            # instruction instead, one doubt for another).
+            better = (len(waits), len(doubts)) < tuple(map(len, standing_doubts))
             return PlanningResult(plan if better else standing, attempts, model)
         if not doubts or len(attempts) == max_attempts:
             return PlanningResult(plan, attempts, model)
-        standing, standing_doubts = plan, doubts
+        standing, standing_doubts = plan, (waits, doubts)
         messages += [
             {"role": "assistant", "content": reply.text},
             {

@@ -292,3 +292,20 @@ def test_a_revision_that_reaches_for_a_tool_a_person_must_see_is_asked_about_onc
     provider = ScriptedProvider([reply(posting)])
     result = make_plan(provider, "What is 2 + 2?", tools, held={"http_post"})
     assert result.plan is not None and len(provider.requests) == 1
+
+
+def test_a_revision_that_drops_the_held_tool_is_taken_over_other_doubts() -> None:
+    # Seed 7 of the opt-in run: asked about http_post, the re-plan dropped it and named it in
+    # an instruction instead ("Check that the 'http_post' tool is approved"): one doubt for
+    # another, but one that no longer stops the run for a person.
+    tools = [*TOOLS, REGISTRY["http_post"].spec()]
+    current = make_plan(ScriptedProvider([reply(plan_text())]), "What is 2 + 2?", tools).plan
+    assert current is not None
+    posting = plan_text(tools=["calculator", "http_post"])
+    naming = json.loads(plan_text())
+    naming["steps"][0]["instruction"] = "Add 2 and 2 with the calculator; check http_post first."
+    provider = ScriptedProvider([reply(posting), reply(json.dumps(naming))])
+
+    result = make_plan(provider, "What is 2 + 2?", tools, replacing=current, held={"http_post"})
+
+    assert result.plan is not None and result.plan.steps[0].tools == ["calculator"]
