@@ -9,10 +9,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from planner_ui.core.effects import Effect
 from planner_ui.core.errors import ReplyCutOff, StepFailed, ToolError, ToolUnavailable
 from planner_ui.core.events import EventType
-from planner_ui.core.grants import named_tools
+from planner_ui.core.grants import tools_asked_for
 from planner_ui.core.messages import (
     ModelReply,
     ModelRequest,
@@ -207,10 +206,17 @@ def _corrections(state: Checkpoint) -> int:
     )
 
 
-def _unused_warning(unused: Sequence[str]) -> str:
+def _unused_warning(unused: Sequence[str], used_tools: bool) -> str:
+    named = " or ".join(unused)
+    if used_tools:
+        # Other tools did their part: what is missing is this one's (a file not written).
+        return (
+            f"answered without calling {named}, which its instruction says to use: what it was "
+            "to do with it is not done"
+        )
     return (
-        f"answered without {' or '.join(unused)}, which its instruction says to use: the "
-        "result is the model's own, not the tool's"
+        f"answered without {named}, which its instruction says to use: the result is the "
+        "model's own, not the tool's"
     )
 
 
@@ -220,8 +226,25 @@ def _unused_outcome(output: str, state: Checkpoint, unused: Sequence[str]) -> St
         state.usage,
         state.model_calls,
         state.tool_calls,
-        warnings=[_unused_warning(unused)],
+        warnings=[_unused_warning(unused, state.tool_calls > 0)],
     )
+
+
+def _called(state: Checkpoint) -> set[str]:
+    """The tools the step has called so far (run, refused or failed: it tried them)."""
+    return {call.name for m in state.messages for call in m.get("tool_calls") or []}
+
+
+def _asked_to_call(state: Checkpoint) -> bool:
+    """Whether the reply now due answers the ask to use the tools the instruction names."""
+    last = state.messages[-1] if state.messages else {}
+    return last.get("role") == "user" and str(last.get("content", "")).startswith(UNUSED_OPENING)
+
+
+# The room of the reply to the ask to call a named tool, which is held to such a call where the
+# server can hold it: a call, not an essay (with tool_choice "required" on llama.cpp's native
+# calls, Qwen2.5-Coder-1.5B wrote past 1,300 tokens without closing its call).
+ASKED_MAX_TOKENS = 1024
 
 
 def _as_call(found: TextCall) -> ToolCall:
@@ -315,8 +338,13 @@ def run_step(
         name: description_examples(spec.description, spec.input_schema)
         for name, spec in specs.items()
     }
-    # The granted tools the instruction says to use: an answer that calls none is asked again.
-    unused_named = named_tools(step.instruction, list(granted))
+    # The granted tools the instruction says to use, by name or by what they do: an answer that
+    # leaves one of them uncalled is asked again.
+    named = tools_asked_for(step.instruction, list(granted))
+
+    def unused() -> list[str]:
+        called = _called(state)
+        return [name for name in named if name not in called]
 
     def saved() -> None:
         if save is not None:
@@ -326,7 +354,7 @@ def run_step(
         for call in state.pending_calls:
             if call.name == REPORT_FAILURE_TOOL and not call.parse_error:
                 if answer := _unused_answer(state):
-                    return _unused_outcome(answer, state, unused_named)
+                    return _unused_outcome(answer, state, unused())
                 raise _reported_failure(call)
             tool = granted.get(call.name)
             if call.parse_error:
@@ -341,9 +369,9 @@ def run_step(
                 json.dumps(call.arguments, ensure_ascii=False), examples.get(call.name, ()), given
             ):
                 content, is_error = _example_refusal(call.name, example), True
-            elif tool.effect is Effect.READ and (earlier := _just_answered(state, call)):
+            elif _repeatable(tool) and (earlier := _just_answered(state, call)):
                 content, is_error = _repeat_refusal(call.name, earlier), True
-            elif tool.effect is Effect.READ and (failed := _just_failed(state, call)):
+            elif _repeatable(tool) and (failed := _just_failed(state, call)):
                 if (streak := _failure_streak(state, call)) >= MAX_SAME_FAILURES:
                     raise StepFailed(_stuck(call.name, streak + 1, _first_failure(state, call)))
                 content, is_error = _failed_again(call.name, failed), True
@@ -374,19 +402,38 @@ def run_step(
         # The last call of a step that has used tools must answer: a cap reached while the
         # results are in hand fails work that is done.
         last = max_iterations > 1 and state.iteration == max_iterations and state.tool_calls > 0
+        # A model that made a refused repeat again is not let go on until its cap: it answers
+        # now, from what it has, and keeps the turns left for what its answer may still lack.
+        looping = not last and _repeats_refused(state) >= LOOP_REFUSALS
         live = live_text(state.iteration) if live_text is not None else None
         system = executor_system(step.role)
+        note = LAST_TURN_NOTE if last else LOOP_NOTE if looping else ""
+        asked = _asked_to_call(state)
+        # The reply to the ask to use a named tool is held to a call of it where the route can
+        # hold it (a grammar), with room for a call only. Not a tool a person must see: the ask
+        # is ours, and such a call is the model's to choose.
+        required = tuple(n for n in unused() if not granted[n].irreversible) if asked else ()
         request = ModelRequest(
-            system=f"{system}\n\n{LAST_TURN_NOTE}" if last else system,
+            system=f"{system}\n\n{note}" if note else system,
             messages=list(state.messages),
             tools=[*specs.values(), REPORT_FAILURE_SPEC],
             purpose=f"executor:{step.role}",
-            tool_choice="none" if last else "auto",
+            max_tokens=ASKED_MAX_TOKENS if required else ModelRequest.max_tokens,
+            tool_choice="none" if last or looping else "auto",
+            required_tools=required,
         )
         try:
             reply = _complete_with_room(
                 provider, request, live.write if live is not None else None, state
             )
+        except StepFailed:
+            if live is not None:
+                live.flush()
+            # A call that did not fit the room the ask gave it: the ask was ours, and the
+            # answer it asked about stands, with its warning.
+            if asked and (answer := _unused_answer(state)):
+                return _unused_outcome(answer, state, unused())
+            raise
         except BaseException:
             if live is not None:
                 live.flush()
@@ -413,6 +460,8 @@ def run_step(
             live.flush()
         if not calls:
             if failure := stop_reason_failure(reply.stop_reason, reply.text):
+                if asked and (answer := _unused_answer(state)):
+                    return _unused_outcome(answer, state, unused())
                 raise StepFailed(failure)
             output = unwrapped(reply.text.strip())
             if not output:
@@ -420,20 +469,21 @@ def run_step(
             bare = _EMPTY_TAGS.sub("", output)
             if marker := STEP_FAILED_PATTERN.match(bare):
                 if answer := _unused_answer(state):
-                    return _unused_outcome(answer, state, unused_named)
+                    return _unused_outcome(answer, state, unused())
                 reason = bare[marker.end() :].strip().partition("\n")[0].rstrip("*_` ")
                 raise StepFailed(f"the executor could not proceed: {reason or 'no reason'}")
             problem = not_a_result(output, given, known, examples, list(granted))
-            # Asked to use a tool and answered without any call (seen: Qwen2.5-Coder-1.5B
-            # writing 375.0, or 305.0, for "1500 * 0.2 + 75 with the calculator"): asked once
-            # more; an answer that still calls nothing stands, marked as the model's own.
-            unused = [] if state.tool_calls else unused_named
-            if not problem and unused:
+            # Asked to use a tool and answered without calling it (seen: Qwen2.5-Coder-1.5B
+            # writing 375.0, or 305.0, for "1500 * 0.2 + 75 with the calculator"; or calling
+            # the calculator and never write_file, whose file the next step read): asked once
+            # more; an answer that still leaves it uncalled stands, with a warning.
+            missing = unused()
+            if not problem and missing:
                 if _corrections(state) >= MAX_CORRECTIONS or last:
-                    return _unused_outcome(output, state, unused)
+                    return _unused_outcome(output, state, missing)
                 state.messages += [
                     {"role": "assistant", "content": reply.text},
-                    {"role": "user", "content": unused_correction(unused)},
+                    {"role": "user", "content": unused_correction(missing)},
                 ]
                 saved()
                 continue
@@ -573,7 +623,44 @@ def _refused_repeat(name: str, result: ToolResult) -> bool:
     return result.is_error and result.content.startswith(f"{name} {_REPEATED}")
 
 
+# How many tool turns in a row may hold only calls refused as repeats before the next reply is
+# held to an answer: the model was told once to use the result it has, and did not.
+LOOP_REFUSALS = 2
+LOOP_NOTE = (
+    "You have made the same call again after being told you have its result: you cannot call "
+    "tools in this reply. Reply now with the step's result from the tool results you have, as "
+    f"Markdown; if they are not enough to complete the step, reply with one line starting with "
+    f"'{STEP_FAILED_MARKER}' and the reason."
+)
+
+
+def _repeats_refused(state: Checkpoint) -> int:
+    """In how many tool turns in a row, up to now, every call was refused as a repeat (seen:
+    Qwen2.5-Coder-1.5B calling the calculator again after each refusal until its last turn, on
+    seed 42 of the opt-in run, with a file still to write)."""
+    turns = 0
+    at = len(state.messages) - 1
+    while at >= 1 and state.messages[at].get("role") == "tool":
+        calls = {c.id: c.name for c in state.messages[at - 1].get("tool_calls") or []}
+        results = state.messages[at].get("results") or []
+        refused = [r for r in results if _refused_repeat(calls.get(r.tool_call_id, ""), r)]
+        if not results or len(refused) < len(results):
+            break
+        turns += 1
+        at -= 2
+    return turns
+
+
 _REPEATED = "was not run again: this step called it with the same arguments in its last turn"
+
+
+def _repeatable(tool: Tool) -> bool:
+    """Whether the same call made again right after gives nothing new, so it is answered with
+    its earlier result instead of being made: a read, and a write inside the run's workspace
+    (seen: Qwen2.5-Coder-1.5B writing the same output.txt seven times, until its last turn, on
+    seed 99 of the opt-in run). Calls that act on the world go through the gate and its
+    outbox, which keep their own record of what was done."""
+    return not tool.irreversible
 
 
 def _just_failed(state: Checkpoint, call: ToolCall) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner_ui.core.errors import PlanValidationError, ReplyUnusable
-from planner_ui.core.grants import ungranted_mentions
+from planner_ui.core.grants import new_held_grants, ungranted_mentions
 from planner_ui.core.messages import ModelRequest, ToolSpec, Usage
 from planner_ui.core.plan import Plan, plan_json_schema
 from planner_ui.core.validation import parse_plan_json, validate_plan
@@ -43,6 +43,8 @@ def make_plan(
     max_attempts: int = 2,
     first_message: str | None = None,
     examples: Sequence[tuple[str, str, str]] = (),
+    replacing: Plan | None = None,
+    held: Collection[str] = (),
 ) -> PlanningResult:
     """Ask for a plan; if it fails validation, ask once more with the errors. Never guesses.
 
@@ -50,14 +52,16 @@ def make_plan(
     about once; the answer is taken if it is valid and leaves fewer such doubts, else the first
     plan stands.
 
-    `examples` are past plans for similar tasks, (source, task, plan JSON), given as data."""
+    `examples` are past plans for similar tasks, (source, task, plan JSON), given as data.
+    `replacing` is the plan a re-plan revises: a revision that grants one of the `held` tools
+    (those a person must see) that neither the task nor that plan uses is asked about too."""
     known = {spec.name for spec in tools}
     content = first_message or planner_message(task, tools, examples=examples)
     messages: list[dict[str, Any]] = [{"role": "user", "content": content}]
     attempts: list[PlanAttempt] = []
     model = provider.label
     standing: Plan | None = None  # a valid plan asked about once more
-    standing_doubts: list[str] = []
+    standing_doubts: tuple[list[str], list[str]] = ([], [])
     for _ in range(max_attempts):
         reply = provider.complete(
             ModelRequest(
@@ -87,17 +91,22 @@ def make_plan(
             ]
             continue
         attempts.append(PlanAttempt(reply.text, reply.usage, []))
-        doubts = ungranted_mentions(plan, known, task)
+        waits = new_held_grants(plan, replacing, held, task) if replacing is not None else []
+        others = ungranted_mentions(plan, known, task)
+        doubts = others + waits
         if standing is not None:
             # The second look is taken only where it settled some of what it was asked about:
             # a reply with as many doubts or more is no fix (seen: seed 7 of the opt-in run,
             # asked about a step reading the calculator as a file, kept that step and swapped
-            # the calculator in the next step for python, leaving no step the calculator).
-            better = len(doubts) < len(standing_doubts)
+            # the calculator in the next step for python, leaving no step the calculator). A
+            # grant that would stop the run for a person weighs more than any other doubt
+            # (seed 7 again: asked about http_post, its re-plan dropped it and named it in an
+            # instruction instead, one doubt for another).
+            better = (len(waits), len(doubts)) < tuple(map(len, standing_doubts))
             return PlanningResult(plan if better else standing, attempts, model)
         if not doubts or len(attempts) == max_attempts:
             return PlanningResult(plan, attempts, model)
-        standing, standing_doubts = plan, doubts
+        standing, standing_doubts = plan, (waits, doubts)
         messages += [
             {"role": "assistant", "content": reply.text},
             {

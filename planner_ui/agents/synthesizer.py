@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from planner_ui.core.errors import StepFailed
 from planner_ui.core.grounding import figures, unsupported_figures
@@ -29,6 +31,28 @@ ECHO_FAILURE = (
 SCAFFOLDING = "the prompt's own blocks written back"
 # A deliverable this short that holds a tool description's example is taken for a copy of it.
 _ECHO_MAX_CHARS = 300
+# The reply asked for after an echo of the prompt's blocks is held to this (a grammar, where the
+# server has one): Qwen2.5-Coder-1.5B wrote the prompt's layout back, tags and all, twice over
+# (seed 99 of the opt-in run), while its answers held to {"answer": …} as an executor never did.
+DELIVERABLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"deliverable": {"type": "string", "maxLength": 20_000}},
+    "required": ["deliverable"],
+}
+
+
+DELIVERABLE_FORM = 'Reply with one JSON object: {"deliverable": "<the deliverable, as Markdown>"}.'
+
+
+def _read_deliverable(text: str) -> str:
+    """The deliverable of a reply held to DELIVERABLE_SCHEMA; the text as it is when it is no
+    such JSON (a server that holds nothing to a schema), for the checks to judge."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    deliverable = data.get("deliverable") if isinstance(data, dict) else None
+    return deliverable if isinstance(deliverable, str) else text
 
 
 def not_a_deliverable(text: str, task: str, outputs: Sequence[tuple[str, str, str]]) -> str:
@@ -94,7 +118,8 @@ def synthesize(
             raise StepFailed(failure)
         if not reply.text.strip():
             raise StepFailed(f"the synthesizer produced no deliverable ({reply.stop_reason})")
-        text = unwrapped(reply.text.strip())
+        held = request.output_schema is not None
+        text = unwrapped((_read_deliverable(reply.text) if held else reply.text).strip())
         problem = not_a_deliverable(text, task, outputs)
         doubt = "" if problem else ungrounded(text, task, outputs)
         if not problem and (not doubt or attempt == MAX_ATTEMPTS):
@@ -112,6 +137,7 @@ def synthesize(
                     {"role": "assistant", "content": reply.text},
                     {"role": "user", "content": _correction(problem, _stated(outputs))},
                 ],
+                output_schema=DELIVERABLE_SCHEMA if problem == SCAFFOLDING else None,
             )
     if problem == SCAFFOLDING:
         raise StepFailed(ECHO_FAILURE)
@@ -120,7 +146,7 @@ def synthesize(
 
 def _correction(problem: str, stated: str = "") -> str:
     if problem == SCAFFOLDING:
-        return ECHO_CORRECTION
+        return f"{ECHO_CORRECTION} {DELIVERABLE_FORM}"
     if problem.startswith("it states "):
         return (
             f"Check your figures: {problem}. Take every number from the step outputs as they "

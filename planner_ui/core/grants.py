@@ -17,7 +17,9 @@ def _mention(name: str) -> re.Pattern[str]:
     spelled = re.escape(name).replace("_", "[ _]")
     if "_" in name:
         return re.compile(rf"\b{spelled}\b", re.IGNORECASE)
-    return re.compile(rf"\bthe {spelled}\b|\b{spelled} tool\b", re.IGNORECASE)
+    # In quotes too, as small models' plans write it ("Use the 'calculator' tool", seed 7).
+    quoted = f"['\"`]?{spelled}['\"`]?"
+    return re.compile(rf"\bthe {quoted}(?!\w)|(?<!\w){quoted} tool\b", re.IGNORECASE)
 
 
 def _read_as_file(name: str) -> re.Pattern[str]:
@@ -31,6 +33,30 @@ def _read_as_file(name: str) -> re.Pattern[str]:
 def named_tools(text: str, names: Collection[str]) -> list[str]:
     """The tools among `names` that `text` names, in the order of `names`."""
     return [name for name in names if _mention(name).search(text)]
+
+
+# A file named by the instruction ("result.txt", "report.md"): a name of two characters or more
+# and an extension that starts with a letter, so "0.2" and "e.g." are none.
+_FILE_NAME = r"[\w-]{2,}\.[A-Za-z][A-Za-z0-9]{0,4}\b"
+# What an instruction says when it asks for a tool by what it does rather than by its name.
+_ASKS_FOR = {
+    # "Save the result as a file named 'result.txt'" (seed 42 of the opt-in run: the step
+    # answered 375 without writing it, and the next step's read of result.txt failed).
+    "write_file": re.compile(
+        r"\b(?:save|write|store)[sd]?\b[^\n]{0,60}?(?:\bfiles?\b|" + _FILE_NAME + ")",
+        re.IGNORECASE,
+    ),
+}
+
+
+def tools_asked_for(text: str, names: Collection[str]) -> list[str]:
+    """The tools among `names` that `text` asks to use: by name (named_tools), or by what they
+    do ("save it to result.txt" asks for write_file), in the order of `names`."""
+    return [
+        name
+        for name in names
+        if _mention(name).search(text) or (name in _ASKS_FOR and _ASKS_FOR[name].search(text))
+    ]
 
 
 def ungranted_mentions(plan: Plan, offered: Collection[str], task: str = "") -> list[str]:
@@ -70,5 +96,30 @@ def ungranted_mentions(plan: Plan, offered: Collection[str], task: str = "") -> 
             problems.append(
                 f"step '{step.id}' says to use {', '.join(others)} in its instruction but is not "
                 f"granted it (its tools: {granted})"
+            )
+    return problems
+
+
+def new_held_grants(plan: Plan, replacing: Plan, held: Collection[str], task: str) -> list[str]:
+    """One line per step of a revision granted a tool a person must see (it acts on the world,
+    or reaches a host) that neither the task names nor the plan being replaced grants: a
+    re-plan that reaches for one routes around a failure by asking a person (seen: seed 7 of
+    the opt-in run, whose step that read "the calculator" from a file failed, and whose
+    re-plan granted http_post to "install the calculator", and so waited for someone)."""
+    before = {tool for step in replacing.steps for tool in step.tools}
+    problems = []
+    for step in plan.steps:
+        new = [
+            name
+            for name in step.tools
+            if name in held and name not in before and not _mention(name).search(task)
+        ]
+        if new:
+            tools = " and ".join(new)
+            problems.append(
+                f"step '{step.id}' is granted {tools}, which a person must approve before the "
+                "run goes on, and which neither the task nor the current plan uses: route "
+                "around what failed with the tools the task needs, and grant "
+                f"{tools} only if the task cannot be done without it"
             )
     return problems

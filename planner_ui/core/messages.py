@@ -83,6 +83,9 @@ class ModelRequest:
     # "auto": the model may call the tools or answer; "none": it must answer now. The tools
     # stay declared, since a history holding calls needs them (Anthropic refuses it otherwise).
     tool_choice: str = "auto"
+    # The tools one of which the reply must call, where the server can hold it to that (a
+    # grammar, a named tool_choice); empty: no such hold. The tools above stay declared.
+    required_tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

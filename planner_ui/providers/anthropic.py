@@ -181,6 +181,10 @@ def _request_to_wire(model: str, request: ModelRequest) -> dict[str, Any]:
         params["tools"] = tools
         if request.tool_choice == "none":
             params["tool_choice"] = {"type": "none"}
+        elif len(request.required_tools) == 1:
+            params["tool_choice"] = {"type": "tool", "name": request.required_tools[0]}
+        elif request.required_tools:
+            params["tool_choice"] = {"type": "any"}
     if request.output_schema is not None:
         params["output_config"] = {
             "format": {"type": "json_schema", "schema": _strict_schema(request.output_schema)}

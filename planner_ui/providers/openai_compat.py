@@ -135,7 +135,12 @@ class OpenAICompatProvider(Provider):
         self._max_tokens_param = "max_tokens"
 
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
-        prompted = self.prompted and bool(request.tools) and request.output_schema is None
+        # A reply that must call a tool is held to it by a schema on a route that may be asked
+        # in the prompt, even while it is native: llama.cpp's grammar for native calls let
+        # Qwen2.5-Coder-1.5B write past 1,300 tokens without closing one (tool_choice
+        # "required"); a schema with bounded arguments closes it.
+        held = bool(request.required_tools) and self.tool_mode != "native"
+        prompted = (self.prompted or held) and bool(request.tools) and request.output_schema is None
         if prompted:
             request = _prompted_request(request)
         params: dict[str, Any] = {
@@ -161,6 +166,11 @@ class OpenAICompatProvider(Provider):
             ]
             if request.tool_choice == "none":
                 params["tool_choice"] = "none"
+            elif len(request.required_tools) == 1:
+                name = request.required_tools[0]
+                params["tool_choice"] = {"type": "function", "function": {"name": name}}
+            elif request.required_tools:
+                params["tool_choice"] = "required"
         if request.output_schema is not None:
             # Not strict: strict mode demands a schema subset (every property required, no
             # defaults) that local servers enforce unevenly. Our pydantic models validate the
@@ -323,11 +333,19 @@ def _prompted_request(request: ModelRequest) -> ModelRequest:
         system=system,
         messages=_prompted_messages(request.messages),
         tools=[],
-        output_schema=_prompted_schema(request.tools, answer_only=request.tool_choice == "none"),
+        output_schema=_prompted_schema(
+            request.tools,
+            answer_only=request.tool_choice == "none",
+            required=request.required_tools,
+        ),
     )
 
 
-def _prompted_schema(tools: list[ToolSpec], *, answer_only: bool = False) -> dict[str, Any]:
+def _prompted_schema(
+    tools: list[ToolSpec], *, answer_only: bool = False, required: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A tool call or a final answer; only an answer (`answer_only`); or only a call of one of
+    the `required` tools."""
     answer = {
         "type": "object",
         "properties": {"answer": {"type": "string"}},
@@ -343,19 +361,17 @@ def _prompted_schema(tools: list[ToolSpec], *, answer_only: bool = False) -> dic
                 "properties": {"name": {"const": t.name}, "arguments": t.input_schema},
                 "required": ["name", "arguments"],
             }
-            for t in tools
+            for t in [t for t in tools if t.name in required] or tools
         ]
     }
-    return {
-        "anyOf": [
-            {
-                "type": "object",
-                "properties": {"tool_calls": {"type": "array", "items": call, "minItems": 1}},
-                "required": ["tool_calls"],
-            },
-            answer,
-        ]
+    calls = {
+        "type": "object",
+        "properties": {"tool_calls": {"type": "array", "items": call, "minItems": 1}},
+        "required": ["tool_calls"],
     }
+    if required:
+        return calls
+    return {"anyOf": [calls, answer]}
 
 
 def _prompted_messages(messages: list[Message]) -> list[Message]:

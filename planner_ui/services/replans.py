@@ -57,7 +57,14 @@ def replan_make(run_id: int, failed_step_id: str) -> None:
         message = replan_message(
             run.task, specs, current.model_dump_json(indent=2), done, failures, keep
         )
-        result = make_plan(provider, run.task, specs, first_message=message)
+        result = make_plan(
+            provider,
+            run.task,
+            specs,
+            first_message=message,
+            replacing=current,
+            held=held_for_a_person(tools),
+        )
         if result.plan is None:
             raise PlanValidationError(result.errors)
         merged = merge_revision(current, result.plan, keep)

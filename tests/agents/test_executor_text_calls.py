@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from planner_ui.agents.executor import CORRECTION_OPENING, correction, unused_correction
+from planner_ui.agents.executor import (
+    ASKED_MAX_TOKENS,
+    CORRECTION_OPENING,
+    LOOP_NOTE,
+    correction,
+    unused_correction,
+)
 from planner_ui.providers.base import ToolCall, ToolResult
 from planner_ui.tools import Tool, ToolContext
 
@@ -467,3 +473,190 @@ def test_a_tool_granted_but_not_named_may_go_unused(tool_ctx: ToolContext) -> No
         provider, step("calculator", instruction="Compare Python and Go in one line."), tool_ctx
     )
     assert (outcome.output, outcome.warnings, len(provider.requests)) == ("Both are fine.", [], 1)
+
+
+# --- a write made again, a loop of refused repeats, every named tool -----------------------------
+
+
+def test_the_same_write_again_is_answered_with_its_result_not_made(tool_ctx: ToolContext) -> None:
+    # Seed 99 of the opt-in run: write_file with the same path and content seven times over,
+    # each one made, until the step's last turn.
+    writes = [ToolCall(n, "write_file", {"path": "out.txt", "content": "375"}) for n in "ab"]
+    ran: list[str] = []
+
+    def runner(call: ToolCall, tool: Tool, iteration: int) -> tuple[str, bool]:
+        ran.append(call.id)
+        return "wrote 3 bytes to out.txt", False
+
+    provider = ScriptedProvider([*(reply("", w) for w in writes), reply("Saved 375 to out.txt.")])
+
+    outcome, events = run(provider, step("write_file"), tool_ctx, run_tool=runner)
+
+    assert outcome.output == "Saved 375 to out.txt."
+    assert ran == ["a"]
+    results = [payload for kind, payload in events if kind == "step.tool_result"]
+    assert results[1]["content"] == (
+        "write_file was not run again: this step called it with the same arguments in its last "
+        "turn, and its result was:\nwrote 3 bytes to out.txt\nUse that result: reply with the "
+        "step's result now, or make a different call."
+    )
+
+
+def test_a_write_with_other_content_is_made(tool_ctx: ToolContext) -> None:
+    first = ToolCall("a", "write_file", {"path": "out.txt", "content": "300"})
+    fixed = ToolCall("b", "write_file", {"path": "out.txt", "content": "375"})
+    provider = ScriptedProvider([reply("", first), reply("", fixed), reply("Saved.")])
+
+    run(provider, step("write_file"), tool_ctx)
+
+    assert (tool_ctx.workspace / "out.txt").read_text() == "375"
+
+
+def test_an_irreversible_call_made_again_still_goes_to_its_runner(tool_ctx: ToolContext) -> None:
+    # A send is the gate's and the outbox's to judge (a second message may be meant): never
+    # answered from the step's own history.
+    post = {"url": "https://example.org/hook", "body": "375"}
+    calls = [ToolCall(n, "http_post", post) for n in "ab"]
+    ran: list[str] = []
+
+    def runner(call: ToolCall, tool: Tool, iteration: int) -> tuple[str, bool]:
+        ran.append(call.id)
+        return "HTTP 200", False
+
+    provider = ScriptedProvider([*(reply("", c) for c in calls), reply("Posted.")])
+
+    run(provider, step("http_post"), tool_ctx, run_tool=runner)
+
+    assert ran == ["a", "b"]
+
+
+def test_a_refused_repeat_made_again_is_held_to_an_answer_at_once(tool_ctx: ToolContext) -> None:
+    # Seed 42 of the opt-in run: the calculator's 375 in hand, the same call again after each
+    # refusal, until the step's last turn; the turns in between bought nothing.
+    calls = [ToolCall(n, "calculator", {"expression": "6 * 7"}) for n in "abc"]
+    provider = ScriptedProvider([*(reply("", c) for c in calls), reply("42")])
+
+    outcome, _ = run(provider, step("calculator"), tool_ctx)
+
+    assert (outcome.output, outcome.model_calls) == ("42", 4)
+    assert [r.tool_choice for r in provider.requests] == ["auto", "auto", "auto", "none"]
+    assert provider.requests[3].system.endswith(LOOP_NOTE)
+    assert LOOP_NOTE not in provider.requests[2].system
+
+
+def test_one_refused_repeat_leaves_the_model_free(tool_ctx: ToolContext) -> None:
+    same = [ToolCall(n, "calculator", {"expression": "6 * 7"}) for n in "ab"]
+    other = ToolCall("c", "calculator", {"expression": "6 * 8"})
+    provider = ScriptedProvider([*(reply("", c) for c in same), reply("", other), reply("42, 48")])
+
+    outcome, _ = run(provider, step("calculator"), tool_ctx)
+
+    assert outcome.output == "42, 48"
+    assert {r.tool_choice for r in provider.requests} == {"auto"}
+
+
+SUM_TO_FILE = (
+    "Compute 1500 * 0.2 + 75 with the calculator and save it to result.txt with write_file."
+)
+
+
+def test_a_named_tool_left_uncalled_after_another_is_asked_for(tool_ctx: ToolContext) -> None:
+    # The calculator called, the file the next step reads never written: asked once for it.
+    calc = ToolCall("c", "calculator", {"expression": "1500 * 0.2 + 75"})
+    write = ToolCall("w", "write_file", {"path": "result.txt", "content": "375"})
+    provider = ScriptedProvider(
+        [reply("", calc), reply("375"), reply("", write), reply("375, saved to result.txt")]
+    )
+
+    outcome, _ = run(provider, step("calculator", "write_file", instruction=SUM_TO_FILE), tool_ctx)
+
+    assert provider.requests[2].messages[-1] == {
+        "role": "user",
+        "content": unused_correction(["write_file"]),
+    }
+    assert (tool_ctx.workspace / "result.txt").read_text() == "375"
+    assert (outcome.output, outcome.warnings) == ("375, saved to result.txt", [])
+
+
+def test_a_named_tool_still_uncalled_is_warned_about_as_undone(tool_ctx: ToolContext) -> None:
+    calc = ToolCall("c", "calculator", {"expression": "1500 * 0.2 + 75"})
+    provider = ScriptedProvider([reply("", calc), reply("375"), reply("375")])
+
+    outcome, _ = run(provider, step("calculator", "write_file", instruction=SUM_TO_FILE), tool_ctx)
+
+    assert outcome.output == "375"
+    assert outcome.warnings == [
+        "answered without calling write_file, which its instruction says to use: what it was "
+        "to do with it is not done"
+    ]
+
+
+def test_the_reply_to_the_ask_is_held_to_a_call_of_the_named_tool(tool_ctx: ToolContext) -> None:
+    call = ToolCall("c", "calculator", {"expression": "1500 * 0.2 + 75"})
+    provider = ScriptedProvider([reply("375.0"), reply("", call), reply("375")])
+
+    run(provider, step("calculator", "write_file", instruction=SUM), tool_ctx)
+
+    held = [(r.required_tools, r.max_tokens) for r in provider.requests]
+    assert held == [((), 4096), (("calculator",), ASKED_MAX_TOKENS), ((), 4096)]
+
+
+def test_a_named_tool_a_person_must_see_is_asked_for_but_not_held(tool_ctx: ToolContext) -> None:
+    provider = ScriptedProvider([reply("Here is the summary."), reply("Here is the summary.")])
+    instruction = "Summarise the results and send them with http_post."
+
+    outcome, _ = run(provider, step("http_post", instruction=instruction), tool_ctx)
+
+    assert provider.requests[1].messages[-1]["content"] == unused_correction(["http_post"])
+    assert provider.requests[1].required_tools == ()
+    assert outcome.warnings
+
+
+def test_a_reply_to_the_ask_cut_off_at_its_limit_leaves_the_answer(tool_ctx: ToolContext) -> None:
+    # Held to a call with a call's room, a model that runs on is not a failed step: the ask
+    # was ours, and the answer it asked about stands with its warning.
+    cut = reply(
+        '{"tool_calls": [{"name": "calculator", "arguments": {"expression": "1500 *',
+        stop_reason="max_tokens",
+    )
+    provider = ScriptedProvider([reply("375.0"), cut])
+
+    outcome, _ = run(provider, step("calculator", instruction=SUM), tool_ctx)
+
+    assert (outcome.output, outcome.warnings) == ("375.0", [UNUSED_WARNING])
+
+
+def test_a_native_call_cut_off_twice_when_asked_leaves_the_answer(tool_ctx: ToolContext) -> None:
+    cut = ToolCall("c", "calculator", {}, parse_error="unterminated string")
+    provider = ScriptedProvider(
+        [
+            reply("375.0"),
+            reply("", cut, stop_reason="max_tokens"),
+            reply("", cut, stop_reason="max_tokens"),
+        ]
+    )
+
+    outcome, _ = run(provider, step("calculator", instruction=SUM), tool_ctx)
+
+    assert (outcome.output, outcome.warnings) == ("375.0", [UNUSED_WARNING])
+
+
+def test_a_step_told_to_save_a_file_is_asked_for_the_write(tool_ctx: ToolContext) -> None:
+    # Seed 42 of the opt-in run: the calculator called (and called again), 375 answered, and
+    # result.txt never written; the next step's read of it failed through two re-plans.
+    instruction = (
+        "Evaluate 1500 * 0.2 + 75 with the calculator tool. Save the result as a file named "
+        "'result.txt'."
+    )
+    calc = ToolCall("c", "calculator", {"expression": "1500 * 0.2 + 75"})
+    write = ToolCall("w", "write_file", {"path": "result.txt", "content": "375"})
+    provider = ScriptedProvider([reply("", calc), reply("375"), reply("", write), reply("375")])
+
+    outcome, _ = run(
+        provider, step("read_file", "write_file", "calculator", instruction=instruction), tool_ctx
+    )
+
+    assert provider.requests[2].messages[-1]["content"] == unused_correction(["write_file"])
+    assert provider.requests[2].required_tools == ("write_file",)
+    assert (tool_ctx.workspace / "result.txt").read_text() == "375"
+    assert (outcome.output, outcome.warnings) == ("375", [])

@@ -270,3 +270,42 @@ def test_the_offline_planner_plans_the_same_with_past_plans_given() -> None:
         )
         assert plain.plan is not None
         assert given.plan == plain.plan, task
+
+
+def test_a_revision_that_reaches_for_a_tool_a_person_must_see_is_asked_about_once() -> None:
+    # Seed 7 of the opt-in run: its re-plan granted http_post to "install the calculator" and
+    # waited for a person; asked, a planner may route around the failure without it.
+    tools = [*TOOLS, REGISTRY["http_post"].spec()]
+    current = make_plan(ScriptedProvider([reply(plan_text())]), "What is 2 + 2?", tools).plan
+    assert current is not None
+    posting = plan_text(tools=["calculator", "http_post"])
+    provider = ScriptedProvider([reply(posting), reply(plan_text())])
+
+    result = make_plan(
+        provider, "What is 2 + 2?", tools, replacing=current, held={"http_post", "fetch_url"}
+    )
+
+    assert result.plan is not None and result.plan.steps[0].tools == ["calculator"]
+    asked = provider.requests[1].messages[-1]["content"]
+    assert asked.startswith("Check that plan's tools:\n- step 'add' is granted http_post, which")
+    # A first plan is not a revision: the same grant is not asked about there.
+    provider = ScriptedProvider([reply(posting)])
+    result = make_plan(provider, "What is 2 + 2?", tools, held={"http_post"})
+    assert result.plan is not None and len(provider.requests) == 1
+
+
+def test_a_revision_that_drops_the_held_tool_is_taken_over_other_doubts() -> None:
+    # Seed 7 of the opt-in run: asked about http_post, the re-plan dropped it and named it in
+    # an instruction instead ("Check that the 'http_post' tool is approved"): one doubt for
+    # another, but one that no longer stops the run for a person.
+    tools = [*TOOLS, REGISTRY["http_post"].spec()]
+    current = make_plan(ScriptedProvider([reply(plan_text())]), "What is 2 + 2?", tools).plan
+    assert current is not None
+    posting = plan_text(tools=["calculator", "http_post"])
+    naming = json.loads(plan_text())
+    naming["steps"][0]["instruction"] = "Add 2 and 2 with the calculator; check http_post first."
+    provider = ScriptedProvider([reply(posting), reply(json.dumps(naming))])
+
+    result = make_plan(provider, "What is 2 + 2?", tools, replacing=current, held={"http_post"})
+
+    assert result.plan is not None and result.plan.steps[0].tools == ["calculator"]

@@ -185,7 +185,9 @@ def test_the_synthesizers_echo_and_its_recorded_retry_fail_the_step(server, prov
         "the synthesizer wrote the prompt's <task>/<output> structure back instead of a "
         "deliverable, twice"
     )
-    assert server.requests[1].body["messages"][-1]["content"] == ECHO_CORRECTION
+    assert server.requests[1].body["messages"][-1]["content"].startswith(ECHO_CORRECTION)
+    # Asked again held to a JSON deliverable; the recorded retry, free text, echoes all the same.
+    assert server.requests[1].body["response_format"]["type"] == "json_schema"
 
 
 def test_an_auto_route_asks_in_the_prompt_after_the_recorded_text_call(server, tool_ctx) -> None:
@@ -210,3 +212,34 @@ def test_an_auto_route_asks_in_the_prompt_after_the_recorded_text_call(server, t
         "role": "user",
         "content": "Result of calculator:\n17.5 / 100 * 2480 = 434",
     }
+
+
+SEED99_SYNTHESIS = TRANSCRIPT.parent / "qwen2.5-coder-1.5b-seed99-synthesis.jsonl"
+
+
+def test_the_synthesizers_retry_held_to_json_is_a_deliverable() -> None:
+    # Recorded (qwen2.5-coder-1.5b-seed99-synthesis.jsonl): seed 99's synthesis asked again on
+    # the model. Its first reply hands the prompt's blocks back, as in the opt-in run; the
+    # retry, held to {"deliverable": …}, is the sum. Free, the same retry wrote an <output>
+    # block back (qwen2.5-coder-1.5b-seed99.jsonl, line 14), and the run failed.
+    task = "Compute 1500 * 0.2 + 75 with the calculator and report the result."
+    outputs = [
+        ("calculation", "Compute 1500 * 0.2 + 75", "1500 * 0.2 + 75 = 375"),
+        (
+            "final_report",
+            "Report the result",
+            "File 'output.txt' has been created with the content '375'.",
+        ),
+    ]
+    with ReplayOpenAI(SEED99_SYNTHESIS) as replay:
+        model = OpenAICompatProvider("model", make_client(api_key="", base_url=replay.base_url))
+        outcome = synthesize(model, task, outputs)
+
+    assert replay.answered_by == [0, 1]
+    assert (outcome.output, outcome.model_calls, outcome.warnings) == (
+        "Compute 1500 * 0.2 + 75 = 375",
+        2,
+        [],
+    )
+    retry = replay.requests[1].body
+    assert retry["response_format"]["json_schema"]["schema"]["required"] == ["deliverable"]

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from planner_ui.agents.prompts import SYNTHESIZER_SYSTEM
-from planner_ui.agents.synthesizer import synthesize
+from planner_ui.agents.synthesizer import (
+    DELIVERABLE_FORM,
+    DELIVERABLE_SCHEMA,
+    ECHO_CORRECTION,
+    synthesize,
+)
 from planner_ui.core.errors import StepFailed
 from planner_ui.providers.base import Usage
 
@@ -83,6 +90,37 @@ def test_a_deliverable_that_echoes_the_prompt_is_asked_for_again() -> None:
     second = provider.requests[1].messages
     assert second[1] == {"role": "assistant", "content": ECHO}
     assert "without any of those tags" in second[2]["content"]
+
+
+def test_the_reply_after_an_echo_is_held_to_a_json_deliverable() -> None:
+    # Qwen2.5-Coder-1.5B (seed 99 of the opt-in run) wrote the prompt's layout back twice in
+    # free text; its answers held to a JSON object never did.
+    provider = ScriptedProvider(
+        [reply(ECHO), reply('{"deliverable": "# Verdict\\nA is cheaper."}')]
+    )
+
+    outcome = synthesize(provider, "Which plan is cheaper?", OUTPUTS)
+
+    assert outcome.output == "# Verdict\nA is cheaper."
+    first, second = provider.requests
+    assert first.output_schema is None
+    assert second.output_schema == DELIVERABLE_SCHEMA
+    assert second.messages[2]["content"] == f"{ECHO_CORRECTION} {DELIVERABLE_FORM}"
+
+
+def test_a_held_reply_that_echoes_inside_its_json_still_fails() -> None:
+    held = json.dumps({"deliverable": ECHO})
+    provider = ScriptedProvider([reply(ECHO), reply(held)])
+
+    with pytest.raises(StepFailed, match="wrote the prompt's <task>/<output> structure back"):
+        synthesize(provider, "Which plan is cheaper?", OUTPUTS)
+
+
+def test_only_an_echo_holds_the_second_reply_to_json() -> None:
+    call = '{"name": "calculator", "arguments": {"expression": "3 + 4"}}'
+    provider = ScriptedProvider([reply(call), reply("# Verdict\nA is cheaper.")])
+    synthesize(provider, "Which plan is cheaper?", OUTPUTS)
+    assert provider.requests[1].output_schema is None
 
 
 def test_echoing_twice_fails_the_step_saying_so() -> None:

@@ -159,11 +159,16 @@ def test_in_review_mode_discarding_fails_the_run(server, make_user):
 def test_a_revision_adding_an_irreversible_step_waits_whatever_the_setting(server, make_user):
     run = started(server, make_user())  # auto
     mail = step("mail-prices", "gather", tools=["send_email"])
-    server.enqueue_json({"goal": "g", "steps": [step("gather"), mail, step("report", "gather")]})
+    revision = {"goal": "g", "steps": [step("gather"), mail, step("report", "gather")]}
+    # Neither the task nor the plan sends mail: the planner is asked about it once, and keeps it.
+    server.enqueue_json(revision)
+    server.enqueue_json(revision)
     run = drive(run)
     proposal = run.proposals.get(kind=PlanProposal.Kind.REPLAN)
     assert proposal.gated_steps == ["mail-prices"]
     assert run.replanning and run.plan_versions.count() == 1
+    asked = server.requests[-1].body["messages"][-1]["content"]
+    assert "step 'mail-prices' is granted send_email, which a person must approve" in asked
 
 
 def test_with_re_planning_off_a_failure_fails_the_run(server, make_user):

@@ -87,3 +87,66 @@ def test_a_synthesizer_that_hands_the_prompt_back_twice_fails_the_run(replay, ma
     assert run.events.filter(type="step.tool_call", payload__tool="calculator").exists()
     # Every request was answered from the recording, in order: nothing scripted, none left.
     assert server.answered_by == list(range(14)) and server.unused == []
+
+
+def test_asked_for_the_calculator_held_to_a_call_it_calls_it(replay, make_user) -> None:
+    # Seed 23: the compute step answered "<output>375.0</output>" calling nothing (on the code
+    # before, asked again it gave up, and its answer stood without the calculator). The ask's
+    # reply is now held to a calculator call by a schema: the model made it, and 375 came from
+    # the tool. The report step wrote a call to a "display" tool it does not have, twice, and
+    # failed; its re-plan granted write_file, which the model called again after its result,
+    # twice, each refused as a repeat (the file is written once), and was then held to an
+    # answer.
+    server = replay("qwen2.5-coder-1.5b-seed23.jsonl")
+    run = replayed_run(make_user())
+
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert "375" in run.result and run.replans == 1
+    assert server.answered_by == list(range(12)) and server.unused == []
+    # The ask: a calculator call and nothing else, with a call's room.
+    asked = server.requests[2].body
+    assert asked["messages"][-1]["content"].startswith("This step's instruction says to use")
+    assert asked["max_tokens"] == 1024 and "tools" not in asked
+    schema = asked["response_format"]["json_schema"]["schema"]
+    (shape,) = schema["properties"]["tool_calls"]["items"]["anyOf"]
+    assert schema["required"] == ["tool_calls"] and shape["properties"]["name"] == {
+        "const": "calculator"
+    }
+    calls = run.events.filter(type="step.tool_call").order_by("seq")
+    assert [c.payload["tool"] for c in calls] == ["calculator", *["write_file"] * 3]
+    results = [e.payload for e in run.events.filter(type="step.tool_result").order_by("seq")]
+    assert results[0]["content"] == "1500 * 0.2 + 75 = 375"
+    assert [r["is_error"] for r in results[1:]] == [False, True, True]
+    assert not any("answered without" in warning for warning in run.warnings), run.warnings
+    # The last reply of the report step was held to an answer.
+    held = server.requests[10].body["response_format"]["json_schema"]["schema"]
+    assert held["required"] == ["answer"]
+
+
+def test_a_step_told_to_save_its_result_writes_the_file_the_next_step_reads(
+    replay, make_user
+) -> None:
+    # Seed 42: step "0" is to "Save the result as a file named 'result.txt'" with the
+    # calculator. It called the calculator (375), then again twice, refused as repeats; held to
+    # an answer, it said 375. On the code before, that ended the step, result.txt was never
+    # written, and step "1"'s read of it failed through two re-plans. Now the answer is asked
+    # about the write its instruction asks for, the reply held to a write_file call.
+    server = replay("qwen2.5-coder-1.5b-seed42.jsonl")
+    run = replayed_run(make_user())
+
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert "375" in run.result and run.replans == 0
+    assert server.answered_by == list(range(12)) and server.unused == []
+    # Held to an answer after the second refused repeat, then asked for the write.
+    assert server.requests[5].body["response_format"]["json_schema"]["schema"]["required"] == [
+        "answer"
+    ]
+    asked = server.requests[6].body
+    assert asked["messages"][-1]["content"].startswith(
+        "This step's instruction says to use write_file"
+    )
+    (shape,) = asked["response_format"]["json_schema"]["schema"]["properties"]["tool_calls"][
+        "items"
+    ]["anyOf"]
+    assert shape["properties"]["name"] == {"const": "write_file"}
+    assert run.steps.get(step_id="1").output == "The calculated result is 375."

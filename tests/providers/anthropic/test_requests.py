@@ -285,3 +285,9 @@ def test_a_tool_result_that_answers_nothing_is_refused_like_the_api_does(server)
     assert str(exc.value).startswith(
         "Anthropic refused the request (400): messages.2.content: unexpected `tool_use_id`"
     )
+
+
+def test_a_required_call_names_its_tool(server):
+    server.enqueue_text("42")
+    provider(server).complete(ask(tools=[CALCULATOR], required_tools=("calculator",)))
+    assert server.requests[0].body["tool_choice"] == {"type": "tool", "name": "calculator"}

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from planner_ui.core.errors import ProviderError
-from planner_ui.providers.base import ToolCall, ToolResult
+from planner_ui.providers.base import ToolCall, ToolResult, ToolSpec
 from planner_ui.providers.openai_compat import PROMPTED_RULES, OpenAICompatProvider, make_client
 from tests.fakes.openai_server import FakeOpenAI
 from tests.providers.conftest import CALCULATOR, ask
@@ -132,3 +132,38 @@ def test_auto_stays_native_while_calls_are_native(server) -> None:
 def test_an_unknown_mode_is_refused(server) -> None:
     with pytest.raises(ProviderError, match="Unknown tool mode 'json'"):
         provider(server, "json")
+
+
+# --- a reply that must call a tool ----------------------------------------------------------------
+
+OTHER = ToolSpec("report_failure", "Give up.", {"type": "object", "properties": {}})
+
+
+@pytest.mark.parametrize("mode", ["prompted", "auto"])
+def test_a_required_call_is_held_to_a_schema_of_that_tool_alone(server, mode: str) -> None:
+    # Even on an auto route still native: llama.cpp's native "required" let a small model
+    # write past 1,300 tokens without closing its call; a bounded schema closes it.
+    model = provider(server, mode)
+    server.enqueue_json({"tool_calls": [{"name": "calculator", "arguments": {"expression": "1"}}]})
+
+    reply = model.complete(ask(tools=[CALCULATOR, OTHER], required_tools=("calculator",)))
+
+    assert [c.name for c in reply.tool_calls] == ["calculator"]
+    body = server.requests[0].body
+    assert "tools" not in body and "tool_choice" not in body
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["tool_calls"]  # no answer
+    (shape,) = schema["properties"]["tool_calls"]["items"]["anyOf"]
+    assert shape["properties"]["name"] == {"const": "calculator"}
+    # One held reply does not switch an auto route.
+    assert reply.tool_mode == ("prompted" if mode == "prompted" else "native")
+
+
+def test_a_native_route_names_the_required_tool(server) -> None:
+    server.enqueue_tool_calls([("calculator", {"expression": "1"})])
+    provider(server, "native").complete(
+        ask(tools=[CALCULATOR, OTHER], required_tools=("calculator",))
+    )
+    body = server.requests[0].body
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "calculator"}}
+    assert [t["function"]["name"] for t in body["tools"]] == ["calculator", "report_failure"]
