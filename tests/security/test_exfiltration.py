@@ -259,14 +259,15 @@ def _step(step_id: str, tools: list[str], *deps: str) -> dict[str, Any]:
 
 
 def test_a_re_plan_that_adds_a_read_from_the_network_waits_for_a_person(make_user: Any) -> None:
+    network = {
+        "goal": "g",
+        "steps": [_step("gather", []), _step("look-up", ["fetch_url"]), _step("report", [])],
+    }
+    # A re-plan granting a tool that needs a person, which neither the task nor the plan it
+    # replaces used, is asked about once (core.grants); this planner keeps it both times.
     script("exfil-planner").plan(
         {"goal": "g", "steps": [_step("gather", []), _step("report", [], "gather")]}
-    ).plan(
-        {
-            "goal": "g",
-            "steps": [_step("gather", []), _step("look-up", ["fetch_url"]), _step("report", [])],
-        }
-    )
+    ).plan(network).plan(network)
     script("exfil-executor").text("STEP FAILED: nothing to gather")
     run = started(make_user(), "Report on prices", replan_mode="auto")
     proposal = run.proposals.get(kind=PlanProposal.Kind.REPLAN)
