@@ -52,10 +52,11 @@ _ASKS_FOR = {
 def tools_asked_for(text: str, names: Collection[str]) -> list[str]:
     """The tools among `names` that `text` asks to use: by name (named_tools), or by what they
     do ("save it to result.txt" asks for write_file), in the order of `names`."""
+    by_name = set(named_tools(text, names))
     return [
         name
         for name in names
-        if _mention(name).search(text) or (name in _ASKS_FOR and _ASKS_FOR[name].search(text))
+        if name in by_name or (name in _ASKS_FOR and _ASKS_FOR[name].search(text))
     ]
 
 
