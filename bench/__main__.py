@@ -254,8 +254,9 @@ def main(argv: list[str] | None = None) -> int:
                 results.append({"repeat": repeat, **figures})
                 _say(_progress_line(figures))
             if timings is not None:
-                statements[f"{plan.name}-{plan.size}"] = statement_times.summary(timings)
-                _say(_statements_lines(plan, statements[f"{plan.name}-{plan.size}"]))
+                slowest = statement_times.summary(timings)
+                statements[f"{plan.name}-{plan.size}"] = slowest
+                _say(_statements_lines(plan, slowest))
         if not args.no_floor:
             watchers.shutdown()
             watchers = None

@@ -61,7 +61,8 @@ def make_plan(
     attempts: list[PlanAttempt] = []
     model = provider.label
     standing: Plan | None = None  # a valid plan asked about once more
-    standing_doubts: tuple[list[str], list[str]] = ([], [])
+    # How much doubt the standing plan leaves: its grants a person must see, then all its doubts.
+    standing_doubts = (0, 0)
     for _ in range(max_attempts):
         reply = provider.complete(
             ModelRequest(
@@ -102,11 +103,11 @@ def make_plan(
             # grant that would stop the run for a person weighs more than any other doubt
             # (seed 7 again: asked about http_post, its re-plan dropped it and named it in an
             # instruction instead, one doubt for another).
-            better = (len(waits), len(doubts)) < tuple(map(len, standing_doubts))
+            better = (len(waits), len(doubts)) < standing_doubts
             return PlanningResult(plan if better else standing, attempts, model)
         if not doubts or len(attempts) == max_attempts:
             return PlanningResult(plan, attempts, model)
-        standing, standing_doubts = plan, (waits, doubts)
+        standing, standing_doubts = plan, (len(waits), len(doubts))
         messages += [
             {"role": "assistant", "content": reply.text},
             {
