@@ -55,10 +55,12 @@ DEFINITIONS = {
     "(this one, Redis, the worker and its pool, the ASGI servers) and by everything else on "
     "the machine; busy_fraction is the share of all cores busy; worker_ms_per_step is the "
     "worker's CPU (pool included) per step, daphne_us_per_message the ASGI servers' per "
-    "WebSocket message sent",
+    "message delivered (an event or a live text; an event in a batch frame counts as one)",
     "websocket": "per event message per client: arrival time at the client minus the event's "
     "'at' (RunEvent.created_at, stamped before the commit and the Redis publish); live-text "
-    "messages carry no time and are not counted",
+    "messages carry no time and are not counted. The clients ask for batches (`&batch=1`, as "
+    "the run page does): events that reach the ASGI server together come in one frame, "
+    "frames_per_client",
 }
 
 

@@ -133,21 +133,32 @@ class Received:
     delays_by_type: dict[str, list[float]]  # "step.started": [...]
 
 
+def messages_of(raw: bytes) -> list[dict[str, Any]]:
+    """The messages of one WebSocket frame: itself, or those of a batch (`?batch=1`)."""
+    message = json.loads(raw)
+    return message["messages"] if message.get("type") == "batch" else [message]
+
+
 def event_latencies(received: Iterable[tuple[float, bytes]]) -> Received:
-    """Receive time minus the event's `at`, for every event message any client received."""
+    """Receive time minus the event's `at`, for every event message any client received (an
+    event in a batch arrived with its frame)."""
     result = Received([], {}, 0, {})
     for received_at, raw in received:
-        message = json.loads(raw)
-        if message.get("type") == "text":
-            result.text_messages += 1
-        if message.get("type") != "event":
-            continue
-        event = message["event"]
-        delay = received_at - datetime.fromisoformat(event["at"]).timestamp()
-        result.event_delays_s.append(delay)
-        result.delays_by_type.setdefault(event["type"], []).append(delay)
-        result.copies_by_seq[event["seq"]] = result.copies_by_seq.get(event["seq"], 0) + 1
+        for message in messages_of(raw):
+            _count(result, received_at, message)
     return result
+
+
+def _count(result: Received, received_at: float, message: dict[str, Any]) -> None:
+    if message.get("type") == "text":
+        result.text_messages += 1
+    if message.get("type") != "event":
+        return
+    event = message["event"]
+    delay = received_at - datetime.fromisoformat(event["at"]).timestamp()
+    result.event_delays_s.append(delay)
+    result.delays_by_type.setdefault(event["type"], []).append(delay)
+    result.copies_by_seq[event["seq"]] = result.copies_by_seq.get(event["seq"], 0) + 1
 
 
 def publish_delays(published: Iterable[tuple[float, str]]) -> dict[str, Any]:

@@ -368,9 +368,16 @@ def run_measure(
         "dispatch_queued_to_claiming": metrics.summary_ms(phases.to_claiming),
         "dispatch_claim_wait": metrics.summary_ms(phases.claim_waits),
         "first_dispatch": metrics.summary_ms(dispatch.after_approval_s),
-        "cpu": {**cpu_used, **_cpu_shares(cpu_used, len(deps), len(received))},
+        "cpu": {
+            **cpu_used,
+            **_cpu_shares(
+                cpu_used, len(deps), len(delivered.event_delays_s) + delivered.text_messages
+            ),
+        },
         "websocket": {
             "clients": clients,
+            # What the clients received, events in batches counted once each in "events".
+            "frames_per_client": round(len(received) / clients) if clients else 0,
             "events": len(live_events),
             "text_messages_per_client": round(delivered.text_messages / clients) if clients else 0,
             **metrics.summary_ms(delivered.event_delays_s),
@@ -389,7 +396,8 @@ def run_measure(
 
 
 def _cpu_shares(cpu_used: dict[str, Any], steps: int, messages: int) -> dict[str, float | None]:
-    """The worker's CPU per step, and Daphne's per WebSocket message it delivered."""
+    """The worker's CPU per step, and Daphne's per message it delivered (an event or a live
+    text; an event in a batch frame counts as one)."""
     by_process = cpu_used.get("by_process_s") or {}
     worker = workers_cpu_s(by_process)
     servers = [used for name, used in by_process.items() if name.startswith("asgi-")]

@@ -2,9 +2,10 @@
 
 No worker runs a step: `--events` events of one run are published straight to its group, in
 bursts of `--burst` (one Redis round trip each, as a step's transaction publishes its events),
-to `--clients` WebSocket clients of one Daphne. It prints Daphne's CPU per message sent (the
-full benchmark's `daphne_us_per_message`, without the steps competing for the cores) and how
-long after its publishing each event reached the clients.
+to `--clients` WebSocket clients of one Daphne. It prints Daphne's CPU per event delivered
+(the full benchmark's `daphne_us_per_message`, without the steps competing for the cores) and
+how long after its publishing each event reached the clients. The clients read a burst in one
+frame, as the run page does (`&batch=1`); `--per-event` asks for a frame per event.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import statistics
 import time
 
 from bench.__main__ import django_setup
+from bench.metrics import messages_of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=800)
     parser.add_argument("--burst", type=int, default=8, help="events per publish")
     parser.add_argument("--gap", type=float, default=0.02, help="seconds between bursts")
+    parser.add_argument("--per-event", action="store_true", help="a frame per event")
     args = parser.parse_args(argv)
 
     django_setup()
@@ -40,7 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     run_id = None
     try:
         owner = scheduler.bench_user()
-        watchers = Watchers(scheduler.HOST, stack.ports, scheduler.session_cookie(owner))
+        watchers = Watchers(
+            scheduler.HOST,
+            stack.ports,
+            scheduler.session_cookie(owner),
+            batch=not args.per_event,
+        )
         run = scheduler.scripted_run_create(owner, shapes.build("chain", 3, seed=1, width=8))
         run_id = run.pk
         run.refresh_from_db()
@@ -75,17 +83,18 @@ def main(argv: list[str] | None = None) -> int:
 
     delays = []
     for arrived, raw in received:
-        message = json.loads(raw)
-        if message.get("type") == "event" and message["event"]["seq"] in published:
-            delays.append(1000 * (arrived - published[message["event"]["seq"]]))
+        for message in messages_of(raw):
+            if message.get("type") == "event" and message["event"]["seq"] in published:
+                delays.append(1000 * (arrived - published[message["event"]["seq"]]))
     sends = args.events * args.clients
     asgi_s = used["by_process_s"].get("asgi")
     print(
         f"{args.clients} watchers, {args.events} events in bursts of {args.burst}: "
-        f"{len(delays)} of {sends} delivered" + ("" if delivered_all else " (not all within 30 s)")
+        f"{len(delays)} of {sends} delivered in {len(received)} frames"
+        + ("" if delivered_all else " (not all within 30 s)")
     )
     if asgi_s is not None:
-        print(f"Daphne CPU per message sent: {1e6 * asgi_s / sends:.1f} us")
+        print(f"Daphne CPU per event delivered: {1e6 * asgi_s / sends:.1f} us")
     if delays:
         delays.sort()
         print(

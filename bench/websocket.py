@@ -148,9 +148,11 @@ async def _connect(host: str, port: int, path: str, cookie: str) -> _Client:
 class Watchers:
     """Clients on one run's WebSocket, served by an event loop in a thread of its own."""
 
-    def __init__(self, host: str, ports: list[int], cookie: str) -> None:
-        # Clients are dealt out over the ports, one ASGI server each, in turn.
+    def __init__(self, host: str, ports: list[int], cookie: str, *, batch: bool = True) -> None:
+        # Clients are dealt out over the ports, one ASGI server each, in turn. `batch`: they
+        # read events that arrive together in one frame, as the run page does (`&batch=1`).
         self.host, self.ports, self.cookie = host, ports, cookie
+        self.query = "&batch=1" if batch else ""
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="watchers", daemon=True)
         self.thread.start()
@@ -162,7 +164,7 @@ class Watchers:
     def watch(self, run_id: int, after: int, count: int) -> None:
         """Connect `count` clients that want the run's events after seq `after`; return once
         every one of them is subscribed."""
-        path = f"/ws/runs/{run_id}/?after={after}"
+        path = f"/ws/runs/{run_id}/?after={after}{self.query}"
 
         async def connect_all() -> list[_Client]:
             return await asyncio.gather(
@@ -185,7 +187,8 @@ class Watchers:
                     _connect(
                         self.host,
                         self.ports[i % len(self.ports)],
-                        f"/ws/runs/{runs[i % len(runs)]}/?after={after[runs[i % len(runs)]]}",
+                        f"/ws/runs/{runs[i % len(runs)]}/?after={after[runs[i % len(runs)]]}"
+                        + self.query,
                         self.cookie,
                     )
                     for i in range(count)

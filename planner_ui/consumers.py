@@ -122,6 +122,11 @@ class RunConsumer(_ClientMessages):
         self.sending = asyncio.Lock()
         # Live text that arrives before the text so far has been sent; None once it has.
         self.held_text: list[str] | None = []
+        # A client that reads batches (`?batch=1`, the run page) gets the events that arrive
+        # together (a transaction's, published at its commit) in one frame: a fan-out's finish
+        # queues thirty steps at once, and each frame costs the ASGI server about the same
+        # whatever it holds. They are sent when the Fanout has forwarded them all (`flush`).
+        self.batched = self._query_value("batch") == "1"
         if user is None or not user.is_authenticated:
             await self._refuse(CLOSE_NOT_LOGGED_IN)
             return
@@ -161,10 +166,13 @@ class RunConsumer(_ClientMessages):
         if getattr(self, "group", None):
             await fanout().leave(self.group, self)
 
-    def _after_from_query(self) -> int:
+    def _query_value(self, name: str) -> str:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        return query.get(name, [""])[0]
+
+    def _after_from_query(self) -> int:
         try:
-            return max(0, int(query.get("after", ["0"])[0]))
+            return max(0, int(self._query_value("after") or "0"))
         except ValueError:
             return 0
 
@@ -198,20 +206,38 @@ class RunConsumer(_ClientMessages):
         if message["type"] != "run.event" or message["seq"] <= self.last_sent:
             return  # replayed from the log already
         self.early[message["seq"]] = message["json"]
+        if self.batched:
+            return  # sent by `flush`, with the rest of the burst
         if self.sending.locked():
             return  # whoever holds it sends this on its way out
         async with self.sending:
             await self._send_in_order()
         self._watch_gap()
 
+    async def flush(self) -> None:
+        """A batch client's events of the burst the Fanout has forwarded, sent in order."""
+        if not self.batched:
+            return
+        if not self.sending.locked():  # else whoever holds it sends them on its way out
+            async with self.sending:
+                await self._send_in_order()
+        self._watch_gap()
+
     async def _send_in_order(self) -> None:
         """Send the early events that follow on from the last one sent, and drop those the
         log has sent since. The last thing done under `sending`, so nothing is left behind."""
+        texts = []
         while (text := self.early.pop(self.last_sent + 1, None)) is not None:
             self.last_sent += 1
-            await self.send(text_data=text)
+            texts.append(text)
         for seq in [seq for seq in self.early if seq <= self.last_sent]:
             del self.early[seq]
+        if self.batched and len(texts) > 1:
+            # Each event as it was serialized for every watcher, in a frame of its own shape.
+            await self.send(text_data='{"type": "batch", "messages": [' + ", ".join(texts) + "]}")
+            return
+        for text in texts:
+            await self.send(text_data=text)
 
     def _watch_gap(self) -> None:
         """Events wait for the one before them over pub/sub for a while, then from the log;

@@ -6,7 +6,9 @@ receive loop, which makes a new task and an `asyncio.wait` for it, once per watc
 message. With fifty watchers that bookkeeping was about a third of Daphne's time. Here one task
 per run and process receives each message once and hands it to every local watcher in turn,
 without yielding between them, so a burst of events reaches fifty sockets in one pass of the
-event loop.
+event loop. Once the burst is through (the pump waits for the next message), one task asks every
+watcher to send what it gathered: a watcher that sends a burst as one frame
+(consumers.RunConsumer with `?batch=1`) gathers until then.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ class Watcher(Protocol):
         with the frame in the socket's buffer) but must not wait for anything else: a watcher
         busy replaying keeps the message for later, so one watcher never holds up the rest."""
 
+    async def flush(self) -> None:
+        """Send what `forward` gathered rather than sent: called once the messages that came
+        together have all been forwarded, under the same rule."""
+
 
 class _Feed:
     def __init__(self) -> None:
@@ -37,6 +43,7 @@ class _Feed:
         self.subscribed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self.channel: str | None = None
         self.pump: asyncio.Task[None] | None = None
+        self.flushing: asyncio.Task[None] | None = None
 
 
 class Fanout:
@@ -72,6 +79,8 @@ class Fanout:
         del self.feeds[group]  # a watcher joining from here on starts a new feed
         if feed.pump is not None:
             feed.pump.cancel()  # the layer unsubscribes a channel whose receive is cancelled
+        if feed.flushing is not None:
+            feed.flushing.cancel()
         if feed.channel is not None:
             await self.layer.group_discard(group, feed.channel)
 
@@ -90,6 +99,18 @@ class Fanout:
                     await watcher.forward(message)
                 except Exception:
                     log.exception("a watcher could not take a message of %s", channel)
+            # A task starts only after this one waits: the messages already received are all
+            # forwarded by then. One per burst and feed, not one per watcher.
+            if feed.flushing is None:
+                feed.flushing = asyncio.ensure_future(self._flush(feed, channel))
+
+    async def _flush(self, feed: _Feed, channel: str) -> None:
+        feed.flushing = None
+        for watcher in list(feed.watchers):
+            try:
+                await watcher.flush()
+            except Exception:
+                log.exception("a watcher could not send the messages of %s", channel)
 
 
 _fanouts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Fanout] = weakref.WeakKeyDictionary()

@@ -511,13 +511,18 @@
 
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(scheme + window.location.host + "/ws/runs/" + runId + "/?after=" + lastSeq);
+    // batch=1: events that arrive together come in one frame ({"type": "batch", "messages": [...]}).
+    const ws = new WebSocket(scheme + window.location.host + "/ws/runs/" + runId + "/?after=" + lastSeq + "&batch=1");
     ws.onopen = () => { retryMs = 500; wsState.textContent = "live"; wsState.className = "ws-state live"; };
+    const handle = (data) => {
+      if (data.type === "event") apply(data.event);
+      else if (data.type === "text" && !finished(seenStatus[data.step_id])) addLiveText(data);
+    };
     ws.onmessage = (msg) => {
       let data;
       try { data = JSON.parse(msg.data); } catch (e) { return; }
-      if (data.type === "event") apply(data.event);
-      else if (data.type === "text" && !finished(seenStatus[data.step_id])) addLiveText(data);
+      if (data.type === "batch" && Array.isArray(data.messages)) data.messages.forEach(handle);
+      else handle(data);
     };
     ws.onclose = (e) => {
       if (e.code === 4401 || e.code === 4404) {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bench.metrics import publish_delays, publish_holds
+from bench.metrics import event_latencies, publish_delays, publish_holds
 
 
 def test_events_published_in_order_are_never_held():
@@ -37,6 +37,26 @@ def test_publish_delays_are_arrival_minus_the_events_time_by_type():
     assert delays["count"] == 3 and delays["max_ms"] == 20.0
     assert delays["by_type"]["step.started"]["p50_ms"] == 4.0
     assert delays["by_type"]["step.queued"]["count"] == 2
+
+
+def test_each_event_of_a_batch_frame_counts_once_arriving_with_its_frame():
+    def event(seq: int, kind: str) -> dict:
+        return {
+            "type": "event",
+            "event": {"seq": seq, "type": kind, "at": "2023-11-14T22:13:20+00:00"},
+        }
+
+    at = 1_700_000_000.0  # 2023-11-14T22:13:20Z
+    batch = {"type": "batch", "messages": [event(1, "step.succeeded"), event(2, "step.queued")]}
+    received = [
+        (at + 0.005, json.dumps(batch).encode()),
+        (at + 0.008, json.dumps(event(3, "step.started")).encode()),
+        (at + 0.009, json.dumps({"type": "text", "step_id": "s1", "text": "x"}).encode()),
+    ]
+    delivered = event_latencies(received)
+    assert [round(d * 1000, 3) for d in delivered.event_delays_s] == [5.0, 5.0, 8.0]
+    assert delivered.copies_by_seq == {1: 1, 2: 1, 3: 1}
+    assert delivered.text_messages == 1
 
 
 def test_dispatch_splits_into_the_wait_for_the_write_lock_and_what_came_before():

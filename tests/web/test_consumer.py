@@ -33,8 +33,9 @@ def _setup(make_user, owner_name: str = "alice"):
     return owner, run, session_cookie(owner)
 
 
-async def _connect(run_id: int, cookie: bytes | None, after: int | None = None):
-    path = f"/ws/runs/{run_id}/" + (f"?after={after}" if after is not None else "")
+async def _connect(run_id: int, cookie: bytes | None, after: int | None = None, batch=False):
+    query = ([f"after={after}"] if after is not None else []) + (["batch=1"] if batch else [])
+    path = f"/ws/runs/{run_id}/" + (f"?{'&'.join(query)}" if query else "")
     headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
     if cookie:
         headers.append((b"cookie", cookie))
@@ -94,16 +95,28 @@ def _logged_unpublished(run: Run, *seqs: int) -> dict[int, dict]:
     }
 
 
-def _publish(run: Run, event: dict) -> None:
-    message = {"type": "event", "event": event}
+def _publish(run: Run, *events: dict) -> None:
+    """Publish events together, in one Redis round trip, as a transaction's commit does."""
     group_publish(
         [
             (
                 run_group(run.pk),
-                {"type": "run.event", "seq": event["seq"], "json": json.dumps(message)},
+                {
+                    "type": "run.event",
+                    "seq": event["seq"],
+                    "json": json.dumps({"type": "event", "event": event}),
+                },
             )
+            for event in events
         ]
     )
+
+
+def _seqs(frame: dict) -> list[int]:
+    """The sequence numbers of a frame's events: a batch's, or its own."""
+    messages = frame["messages"] if frame["type"] == "batch" else [frame]
+    assert all(m["type"] == "event" for m in messages)
+    return [m["event"]["seq"] for m in messages]
 
 
 async def _watching_two_unpublished_events(make_user) -> tuple[Run, object, dict[int, dict]]:
@@ -150,8 +163,43 @@ async def test_a_gap_that_closed_does_not_shorten_the_wait_for_the_next(make_use
     await ws.disconnect()
 
 
-async def test_a_gap_that_pub_sub_does_not_fill_is_filled_from_the_log(make_user):
-    run, ws, events = await _watching_two_unpublished_events(make_user)
+async def test_a_batch_client_gets_the_events_published_together_in_one_frame_in_order(
+    make_user,
+):
+    _, run, cookie = await _setup(make_user)
+    batched, connected, _ = await _connect(run.pk, cookie, batch=True)
+    assert connected
+    plain, connected, _ = await _connect(run.pk, cookie)
+    assert connected
+    for ws in (batched, plain):
+        assert await _receive_events_until_replay_done(ws) == []
+    events = await _logged_unpublished(run, 1, 2, 3, 4)
+
+    # One transaction's events (published in one round trip, one of them out of order), then
+    # another's alone.
+    _publish(run, events[2], events[1], events[3])
+    frame = json.loads(await batched.receive_from(timeout=5))
+    assert frame["type"] == "batch" and _seqs(frame) == [1, 2, 3]
+    _publish(run, events[4])
+    alone = json.loads(await batched.receive_from(timeout=5))
+    assert alone == {"type": "event", "event": events[4]}
+    assert await batched.receive_nothing(timeout=0.5)
+
+    # A client that did not ask for batches gets a frame per event, as before.
+    frames = [json.loads(await plain.receive_from(timeout=5)) for _ in range(4)]
+    assert [f["type"] for f in frames] == ["event"] * 4
+    assert [f["event"]["seq"] for f in frames] == [1, 2, 3, 4]
+    for ws in (batched, plain):
+        await ws.disconnect()
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["a frame per event", "batches"])
+async def test_a_gap_that_pub_sub_does_not_fill_is_filled_from_the_log(make_user, batch):
+    _, run, cookie = await _setup(make_user)
+    ws, connected, _ = await _connect(run.pk, cookie, batch=batch)
+    assert connected
+    assert await _receive_events_until_replay_done(ws) == []
+    events = await _logged_unpublished(run, 1, 2)
 
     _publish(run, events[2])  # the publish of event 1 never comes
 

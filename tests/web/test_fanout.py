@@ -27,9 +27,15 @@ class Collecting:
         self.messages.append(message)
         self.arrived.set()
 
+    async def flush(self) -> None:
+        pass  # sent nothing to gather
+
 
 class Broken:
     async def forward(self, message: dict) -> None:
+        raise RuntimeError("this socket is gone")
+
+    async def flush(self) -> None:
         raise RuntimeError("this socket is gone")
 
 
