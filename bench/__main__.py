@@ -58,9 +58,9 @@ DEFINITIONS = {
     "message delivered (an event or a live text; an event in a batch frame counts as one)",
     "websocket": "per event message per client: arrival time at the client minus the event's "
     "'at' (RunEvent.created_at, stamped before the commit and the Redis publish); live-text "
-    "messages carry no time and are not counted. The clients ask for batches (`&batch=1`, as "
-    "the run page does): events that reach the ASGI server together come in one frame, "
-    "frames_per_client",
+    "messages carry no time and are not counted. The clients do as the run page with no step "
+    "open: they ask for batches (`&batch=1`: events that reach the ASGI server together come "
+    "in one frame, frames_per_client) and follow no step's live text (`&text=`)",
 }
 
 

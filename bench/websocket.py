@@ -149,10 +149,11 @@ class Watchers:
     """Clients on one run's WebSocket, served by an event loop in a thread of its own."""
 
     def __init__(self, host: str, ports: list[int], cookie: str, *, batch: bool = True) -> None:
-        # Clients are dealt out over the ports, one ASGI server each, in turn. `batch`: they
-        # read events that arrive together in one frame, as the run page does (`&batch=1`).
+        # Clients are dealt out over the ports, one ASGI server each, in turn. As the run page
+        # with no step open, they follow no step's live text (`&text=`); `batch`: they read
+        # the events that arrive together in one frame, as the page does (`&batch=1`).
         self.host, self.ports, self.cookie = host, ports, cookie
-        self.query = "&batch=1" if batch else ""
+        self.query = ("&batch=1" if batch else "") + "&text="
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="watchers", daemon=True)
         self.thread.start()

@@ -36,6 +36,9 @@ REPLAY_BATCH = 500
 # fifty watchers, asking at once cost fifty queries for every such pair.
 GAP_WAIT_S = 0.25
 MAX_EARLY_EVENTS = 200
+# The steps whose live text one socket may follow at once (the run page follows the open one).
+MAX_FOLLOWED_STEPS = 20
+MAX_STEP_ID_CHARS = 40
 
 
 class _ClientMessages(AsyncJsonWebsocketConsumer):
@@ -127,6 +130,10 @@ class RunConsumer(_ClientMessages):
         # queues thirty steps at once, and each frame costs the ASGI server about the same
         # whatever it holds. They are sent when the Fanout has forwarded them all (`flush`).
         self.batched = self._query_value("batch") == "1"
+        # The steps whose live text this client wants: `?text=a,b` (the run page: none, then
+        # the step it opens, by "text.follow"); every step's when it does not say. Live text is
+        # most of what a run sends, and a watcher sees it only in an open step's card.
+        self.text_steps = self._followed_from_query()
         if user is None or not user.is_authenticated:
             await self._refuse(CLOSE_NOT_LOGGED_IN)
             return
@@ -151,8 +158,17 @@ class RunConsumer(_ClientMessages):
         self._watch_gap()
         # Then the text steps are writing now, from its start; pieces that came meanwhile
         # follow it, and their offsets let the page skip what it already has.
-        for message in await sync_to_async(live_text_snapshot)(self.run_id):
-            await self.send_json({"type": "text", **message})
+        await self._send_text_so_far(self.text_steps)
+
+    async def _send_text_so_far(self, steps: set[str] | None) -> None:
+        """The text `steps` (None: all) are writing now, from its start; pieces that came
+        meanwhile follow it, and their offsets let the page skip what it already has."""
+        if self.held_text is None:  # held since the connect began, the first time
+            self.held_text = []
+        if steps is None or steps:
+            for message in await sync_to_async(live_text_snapshot)(self.run_id):
+                if steps is None or message["step_id"] in steps:
+                    await self.send_json({"type": "text", **message})
         while self.held_text:
             await self.send(text_data=self.held_text.pop(0))
         self.held_text = None
@@ -169,6 +185,15 @@ class RunConsumer(_ClientMessages):
     def _query_value(self, name: str) -> str:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         return query.get(name, [""])[0]
+
+    def _followed_from_query(self) -> set[str] | None:
+        query = parse_qs(
+            self.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
+        )
+        if "text" not in query:
+            return None
+        steps = [step for step in query["text"][0].split(",") if step]
+        return set(steps[:MAX_FOLLOWED_STEPS])
 
     def _after_from_query(self) -> int:
         try:
@@ -198,6 +223,8 @@ class RunConsumer(_ClientMessages):
             # Live text is not in the event log: it is sent as it comes, with no sequence
             # number, and a watcher that misses some sees the step's whole output when it
             # finishes.
+            if self.text_steps is not None and message.get("step_id") not in self.text_steps:
+                return
             if self.held_text is not None:
                 self.held_text.append(message["json"])
             else:
@@ -275,7 +302,8 @@ class RunConsumer(_ClientMessages):
         self._watch_gap()
 
     async def receive_json(self, message: Any, **kwargs: Any) -> None:
-        """Clients may only ping or ask for a replay; anything else gets a clear error."""
+        """Clients may only ping, ask for a replay or say whose live text they follow;
+        anything else gets a clear error."""
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "ping":
             await self.send_json({"type": "pong", "seq": self.last_sent})
@@ -287,8 +315,21 @@ class RunConsumer(_ClientMessages):
             async with self.sending:
                 await self._replay(min(after, self.last_sent))
             self._watch_gap()
+        elif kind == "text.follow":
+            steps = message.get("steps")
+            if (
+                not isinstance(steps, list)
+                or len(steps) > MAX_FOLLOWED_STEPS
+                or not all(isinstance(s, str) and 0 < len(s) <= MAX_STEP_ID_CHARS for s in steps)
+            ):
+                await self._error(
+                    f"'steps' must be a list of at most {MAX_FOLLOWED_STEPS} step ids"
+                )
+                return
+            before, self.text_steps = self.text_steps, set(steps)
+            await self._send_text_so_far(self.text_steps - (before or set()))
         else:
-            await self._error("unknown message type; expected 'ping' or 'replay'")
+            await self._error("unknown message type; expected 'ping', 'replay' or 'text.follow'")
 
 
 class InboxConsumer(_ClientMessages):

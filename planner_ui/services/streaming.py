@@ -85,7 +85,12 @@ def text_broadcaster(run_id: int, step_id: str) -> Callable[[int], TextStream]:
                 [
                     (
                         run_group(run_id),
-                        {"type": "run.text", "json": json.dumps({"type": "text", **message})},
+                        {
+                            "type": "run.text",
+                            # Read by watchers that follow some steps' text only.
+                            "step_id": step_id,
+                            "json": json.dumps({"type": "text", **message}),
+                        },
                     )
                 ],
                 along=lambda pipe: _live_text_keep(pipe, run_id, step_id, iteration, text),

@@ -80,6 +80,7 @@
     if (workspace) workspace.dataset.panel = "open";
     if (graph) graph.select(stepId);
     if (options && options.focusPanel) focusPanel(card);
+    follow();
     return card;
   }
   function focusPanel(card) {
@@ -98,6 +99,7 @@
     const workspace = document.getElementById("workspace");
     if (workspace) delete workspace.dataset.panel;
     if (graph) { graph.select(null); if (was) graph.focusStep(was); }
+    follow();
   }
   // After a swap the cards are new: the open one opens again, if it is still in the plan.
   function reopenStep() {
@@ -509,11 +511,26 @@
     }
   }
 
+  // The socket brings the live text of the open step only (text.follow): it is shown nowhere
+  // else, and it is most of what a run sends.
+  let socket = null;
+  let followed = null;
+  function follow() {
+    if (!socket || socket.readyState !== WebSocket.OPEN || openStepId === followed) return;
+    // Its text stops coming: opened again, it starts afresh from the text so far.
+    if (followed) endLiveText(followed);
+    followed = openStepId;
+    socket.send(JSON.stringify({type: "text.follow", steps: followed ? [followed] : []}));
+  }
+
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    // batch=1: events that arrive together come in one frame ({"type": "batch", "messages": [...]}).
-    const ws = new WebSocket(scheme + window.location.host + "/ws/runs/" + runId + "/?after=" + lastSeq + "&batch=1");
-    ws.onopen = () => { retryMs = 500; wsState.textContent = "live"; wsState.className = "ws-state live"; };
+    // batch=1: events that arrive together come in one frame ({"type": "batch", "messages": [...]});
+    // text=: no step's live text until the page follows one.
+    const ws = new WebSocket(scheme + window.location.host + "/ws/runs/" + runId + "/?after=" + lastSeq + "&batch=1&text=");
+    socket = ws;
+    followed = null;
+    ws.onopen = () => { retryMs = 500; wsState.textContent = "live"; wsState.className = "ws-state live"; follow(); };
     const handle = (data) => {
       if (data.type === "event") apply(data.event);
       else if (data.type === "text" && !finished(seenStatus[data.step_id])) addLiveText(data);

@@ -33,8 +33,11 @@ def _setup(make_user, owner_name: str = "alice"):
     return owner, run, session_cookie(owner)
 
 
-async def _connect(run_id: int, cookie: bytes | None, after: int | None = None, batch=False):
+async def _connect(
+    run_id: int, cookie: bytes | None, after: int | None = None, batch=False, text=None
+):
     query = ([f"after={after}"] if after is not None else []) + (["batch=1"] if batch else [])
+    query += [f"text={text}"] if text is not None else []
     path = f"/ws/runs/{run_id}/" + (f"?{'&'.join(query)}" if query else "")
     headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
     if cookie:
@@ -217,7 +220,19 @@ async def test_malformed_messages_get_an_error_and_the_socket_stays_open(make_us
         ("not json", "message is not valid JSON"),
         (
             json.dumps({"type": "delete everything"}),
-            "unknown message type; expected 'ping' or 'replay'",
+            "unknown message type; expected 'ping', 'replay' or 'text.follow'",
+        ),
+        (
+            json.dumps({"type": "text.follow", "steps": "s1"}),
+            "'steps' must be a list of at most 20 step ids",
+        ),
+        (
+            json.dumps({"type": "text.follow", "steps": [f"s{i}" for i in range(21)]}),
+            "'steps' must be a list of at most 20 step ids",
+        ),
+        (
+            json.dumps({"type": "text.follow", "steps": [1]}),
+            "'steps' must be a list of at most 20 step ids",
         ),
         (json.dumps({"type": "replay", "after": "x"}), "'after' must be a non-negative integer"),
         ("x" * 2000, "messages must be JSON text of at most 1000 characters"),
@@ -306,6 +321,47 @@ async def test_a_watcher_joining_mid_step_gets_the_text_so_far_then_the_rest(mak
     ws, connected, _ = await _connect(run.pk, cookie)
     await _receive_events_until_replay_done(ws)
     assert await ws.receive_nothing(timeout=0.3)
+    await ws.disconnect()
+
+
+async def test_a_watcher_gets_only_the_live_text_of_the_steps_it_follows(make_user):
+    from planner_ui.services.streaming import text_broadcaster
+
+    _, run, cookie = await _setup(make_user)
+    draft = text_broadcaster(run.pk, "draft")(1)
+    notes = text_broadcaster(run.pk, "notes")(1)
+
+    def write(live, piece: str) -> None:
+        live.write(piece)
+        live.flush()
+
+    await database_sync_to_async(write)(draft, "Tea has ")
+    # As the run page connects: its panel closed, no step's text.
+    ws, connected, _ = await _connect(run.pk, cookie, text="")
+    assert connected
+    await _receive_events_until_replay_done(ws)
+    await database_sync_to_async(write)(notes, "Coffee ")
+    assert await ws.receive_nothing(timeout=0.3)
+
+    # It opens "draft": the text so far, then what follows, and nothing of "notes".
+    await ws.send_to(text_data=json.dumps({"type": "text.follow", "steps": ["draft"]}))
+    snapshot = json.loads(await ws.receive_from(timeout=5))
+    assert (snapshot["step_id"], snapshot["offset"], snapshot["text"]) == ("draft", 0, "Tea has ")
+    await database_sync_to_async(write)(notes, "has more.")
+    await database_sync_to_async(write)(draft, "less.")
+    rest = json.loads(await ws.receive_from(timeout=5))
+    assert (rest["step_id"], rest["offset"], rest["text"]) == ("draft", 8, "less.")
+    assert await ws.receive_nothing(timeout=0.3)
+
+    # It closes the panel: no text at all.
+    await ws.send_to(text_data=json.dumps({"type": "text.follow", "steps": []}))
+    await ws.send_to(text_data=json.dumps({"type": "ping"}))  # messages are taken in order
+    assert json.loads(await ws.receive_from(timeout=5))["type"] == "pong"
+    await database_sync_to_async(write)(draft, " Really.")
+    assert await ws.receive_nothing(timeout=0.3)
+    # Events still come.
+    await append(run.pk, "step.failed", {"error": "boom"}, step_id="draft")
+    assert json.loads(await ws.receive_from(timeout=5))["event"]["type"] == "step.failed"
     await ws.disconnect()
 
 
