@@ -51,6 +51,8 @@ def test_submit_approve_and_watch_the_result_arrive_live(
     # Some of what it showed live came in batches (a finish's events: the step's end, the step
     # it queued, and that step's start).
     assert any(isinstance(f, str) and f.startswith('{"type": "batch"') for f in frames)
+    # No step was open while the run went on: no step's live text came (it shows only there).
+    assert not any(isinstance(f, str) and f.startswith('{"type": "text"') for f in frames)
     # The calculator's call and result show once on their card, live and after a reload.
     open_step(page, "compute-3-95-2")
     calls = page.locator("#step-compute-3-95-2 .step-calls li")
