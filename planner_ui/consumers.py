@@ -156,8 +156,6 @@ class RunConsumer(_ClientMessages):
                 raise
             self.group = group
         self._watch_gap()
-        # Then the text steps are writing now, from its start; pieces that came meanwhile
-        # follow it, and their offsets let the page skip what it already has.
         await self._send_text_so_far(self.text_steps)
 
     async def _send_text_so_far(self, steps: set[str] | None) -> None:
@@ -182,18 +180,18 @@ class RunConsumer(_ClientMessages):
         if getattr(self, "group", None):
             await fanout().leave(self.group, self)
 
-    def _query_value(self, name: str) -> str:
-        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
-        return query.get(name, [""])[0]
-
-    def _followed_from_query(self) -> set[str] | None:
+    def _query_value(self, name: str) -> str | None:
+        """A parameter of the socket's URL; None when it has none, "" when it is empty."""
         query = parse_qs(
             self.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
         )
-        if "text" not in query:
+        return query[name][0] if name in query else None
+
+    def _followed_from_query(self) -> set[str] | None:
+        text = self._query_value("text")
+        if text is None:
             return None
-        steps = [step for step in query["text"][0].split(",") if step]
-        return set(steps[:MAX_FOLLOWED_STEPS])
+        return set([step for step in text.split(",") if step][:MAX_FOLLOWED_STEPS])
 
     def _after_from_query(self) -> int:
         try:
