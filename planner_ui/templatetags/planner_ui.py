@@ -2,6 +2,9 @@ import json
 from decimal import Decimal
 
 from django import template
+from django.template.base import FilterExpression, NodeList, Parser, Token
+from django.template.context import Context
+from django.utils.hashable import make_hashable
 from django.utils.safestring import SafeString, mark_safe
 
 from planner_ui.core.pricing import dollars
@@ -70,3 +73,34 @@ def json_pretty(value: object) -> str:
 @register.filter
 def get(mapping: dict, key: str) -> object:
     return mapping.get(key, "")
+
+
+# The memo tag's store in a render's bottom dict, which every template of the render shares
+# (an include pushes a scope of its own above it) and nothing else reads.
+_MEMO_STORE = object()
+
+
+class MemoNode(template.Node):
+    def __init__(self, nodelist: NodeList, keys: list[FilterExpression]) -> None:
+        self.nodelist = nodelist
+        self.keys = keys
+
+    def render(self, context: Context) -> str:
+        store = context.render_context.dicts[0].setdefault(_MEMO_STORE, {})
+        key = (self, *(make_hashable(k.resolve(context)) for k in self.keys))
+        if key not in store:
+            store[key] = self.nodelist.render(context)
+        return store[key]
+
+
+@register.tag
+def memo(parser: Parser, token: Token) -> MemoNode:
+    """`{% memo key ... %}body{% endmemo %}`: the body rendered once per page for each value of
+    its keys, and that output repeated. For a fragment that a 1,000-step page repeats in every
+    step (an edit form's opening with its CSRF field, a step's tool checkboxes): rendering
+    them was half the plan editor's time (bench.pages). The body must depend on nothing but
+    its keys and what is the same for the whole page, or a step shows another's values."""
+    keys = [parser.compile_filter(bit) for bit in token.split_contents()[1:]]
+    nodelist = parser.parse(("endmemo",))
+    parser.delete_first_token()
+    return MemoNode(nodelist, keys)
