@@ -12,7 +12,7 @@ from django.utils import timezone
 from planner_ui.core import timing as core_timing
 from planner_ui.core.events import EventType
 from planner_ui.core.timing import Gap, Scale, Segment, Span, Tick, Timing
-from planner_ui.models import ModelCall, Run, RunEvent
+from planner_ui.models import ModelCall, Run, RunEvent, Step
 
 from .estimate import critical_step_ids
 
@@ -146,10 +146,11 @@ class Timeline:
         return self.timing.active_s
 
 
-def run_timeline(run: Run) -> Timeline:
+def run_timeline(run: Run, steps: Sequence[Step] | None = None) -> Timeline:
     """The Gantt chart: a row per step, its queued / running / waiting bars on an axis of
-    active time (gaps cut to narrow bands), critical steps as the graph marks them."""
-    steps = list(run.steps.all())
+    active time (gaps cut to narrow bands), critical steps as the graph marks them. `steps`
+    are all the run's, for a caller that has read them already."""
+    steps = list(run.steps.all()) if steps is None else steps
     timing, planning, segments = _read([run], timezone.now())[run.pk]
     scale = Scale(timing)
     path = critical_step_ids(steps)
