@@ -32,6 +32,9 @@ class StepCard(StepRecord):
     locked_reason: str
     retryable: bool
     forkable: bool
+    # Where its retry and fork forms post.
+    retry_url: str
+    fork_url: str
     # Its worker stopped refreshing the heartbeat: the sweep hands the step to another.
     worker_lost: bool
 
@@ -43,7 +46,8 @@ _STATUS_LABELS = dict(Step._meta.get_field("status").flatchoices)
 
 def step_card(step: Step, **offers: Any) -> StepCard:
     """The card of `step`, with what the page worked out for it (`offers`: calls, approvals,
-    output_long, editable, locked_reason, retryable, forkable, worker_lost)."""
+    output_long, editable, locked_reason, retryable, forkable, retry_url, fork_url,
+    worker_lost)."""
     return StepCard(
         **record_fields(step),
         status_label=_STATUS_LABELS.get(step.status, step.status),
