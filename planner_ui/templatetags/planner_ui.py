@@ -1,4 +1,5 @@
 import json
+from datetime import datetime, time
 from decimal import Decimal
 
 from django import template
@@ -30,6 +31,13 @@ def json_compact(value: object) -> str:
     """JSON for display, escaped by the template like any other text."""
     # The same spacing as JSON.stringify, so live and reloaded cards read alike.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@register.filter(expects_localtime=True)
+def clock(value: object) -> str:
+    """What `|time:'H:i:s'` shows, without Django's format parser: a 1,000-step timeline shows
+    4,000 such times, and the parser was a tenth of its render."""
+    return value.strftime("%H:%M:%S") if isinstance(value, datetime | time) else ""
 
 
 @register.filter

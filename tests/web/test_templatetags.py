@@ -1,10 +1,14 @@
-"""{% memo %}: a fragment rendered once a page for each value of its keys, then repeated."""
+"""planner_ui's template tags: {% memo %}, a fragment rendered once a page for each value of
+its keys, then repeated; |clock, the time of day as |time:'H:i:s' shows it."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, time
 from itertools import count
 
-from django.template import Context, Engine
+import pytest
+from django.template import Context, Engine, Template
+from django.utils import timezone
 
 LIBRARIES = {"planner_ui": "planner_ui.templatetags.planner_ui"}
 
@@ -50,3 +54,20 @@ def test_each_memo_in_a_template_keeps_its_own_output() -> None:
     )
     page = engine.get_template("page").render(Context({}))
     assert page == "<form class=a><form class=b><form class=a>"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), datetime(2026, 1, 2, 23, 59, 9), time(7, 8, 9)],
+)
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata"])
+def test_clock_shows_what_the_time_filter_shows(value: datetime | time, zone: str) -> None:
+    template = Template("{% load planner_ui %}{{ v|time:'H:i:s' }} {{ v|clock }}")
+    with timezone.override(zone):
+        by_time, by_clock = template.render(Context({"v": value})).split()
+    assert by_clock == by_time
+
+
+def test_clock_shows_nothing_for_no_time() -> None:
+    template = Template("{% load planner_ui %}[{{ v|clock }}][{{ missing|clock }}]")
+    assert template.render(Context({"v": None})) == "[][]"
