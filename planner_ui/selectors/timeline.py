@@ -13,6 +13,7 @@ from planner_ui.core import timing as core_timing
 from planner_ui.core.events import EventType
 from planner_ui.core.timing import Gap, Scale, Segment, Span, Tick, Timing
 from planner_ui.models import ModelCall, Run, RunEvent, Step
+from planner_ui.template_rows import TemplateRow
 
 from .estimate import critical_step_ids
 
@@ -91,7 +92,7 @@ def _timing(
 
 
 @dataclass
-class Bar:
+class Bar(TemplateRow):
     kind: str  # queued, running or waiting
     ended_by: str  # see core.timing.Segment
     start: datetime
@@ -107,7 +108,7 @@ class Bar:
 
 
 @dataclass
-class Row:
+class Row(TemplateRow):
     step_id: str
     title: str
     status: str
@@ -116,7 +117,7 @@ class Row:
 
 
 @dataclass
-class GapBand:
+class GapBand(TemplateRow):
     reason: str
     start: datetime
     seconds: float

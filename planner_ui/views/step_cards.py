@@ -11,9 +11,10 @@ from pydantic import ConfigDict
 from planner_ui.core.step_record import StepRecord
 from planner_ui.models import Approval, Step
 from planner_ui.selectors.step_record import record_fields
+from planner_ui.template_rows import TemplateRow
 
 
-class StepCard(StepRecord):
+class StepCard(StepRecord, TemplateRow):
     model_config = ConfigDict(arbitrary_types_allowed=True)  # its approvals are rows
 
     status_label: str
