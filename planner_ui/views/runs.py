@@ -486,7 +486,7 @@ RESULT_FOLD_CHARS = 1500
 def _cards_context(
     run: Run, steps: list[Step], tools: dict[str, Tool], *, all_steps: bool = False
 ) -> dict[str, Any]:
-    """The steps' cards (`steps`, all the run's with `all_steps`) and what _step_card.html
+    """The steps' cards (`steps`, all the run's with `all_steps`) and what _step_cards.html
     needs besides."""
     calls = tool_calls_by_step(run, [s.step_id for s in steps])
     approvals = approvals_by_step(run, [s.step_id for s in steps])

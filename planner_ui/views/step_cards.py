@@ -1,4 +1,4 @@
-"""A step as its card on the run page shows it (_step_card.html): the one step shape
+"""A step as its card on the run page shows it (_step_cards.html): the one step shape
 (core.step_record.StepRecord) with what else its row says and what the card offers."""
 
 from __future__ import annotations
