@@ -85,7 +85,7 @@ from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 from planner_ui.signed_in import SignedInRequest
 from planner_ui.tools import COMMANDS, REGISTRY, Tool
 
-from .step_cards import step_card
+from .step_cards import estimate_note, step_card
 
 RUNS_PER_PAGE = 20
 # A refresh asks for the cards of the steps that changed since the last one; a plan holds at
@@ -504,6 +504,8 @@ def _cards_context(
         deps = {step_id: depends_on for step_id, depends_on, _ in rows}
         statuses = {step_id: status for step_id, _, status in rows}
         forkable = forkable_steps(deps, statuses)
+    estimate = run_estimate(run, steps if all_steps else None)
+    critical = set(estimate.plan.critical_path) if estimate.plan else set()
     retry_url = _step_url("step_retry", run.pk)
     fork_url = _step_url("run_fork", run.pk)
     cards = []
@@ -529,6 +531,9 @@ def _cards_context(
             forkable=forks and step.step_id in forkable,
             retry_url=retry_url(step.step_id),
             fork_url=fork_url(step.step_id),
+            estimate_note=estimate_note(
+                estimate.by_step.get(step.step_id), step.step_id in critical
+            ),
             worker_lost=(
                 step.status == StepStatus.RUNNING
                 and step.heartbeat_at is not None
@@ -541,7 +546,7 @@ def _cards_context(
         "plan_editable": editable,
         # Reversed once: every edit form posts here, four a step.
         "change_url": reverse("plan_change", args=[run.pk]),
-        "estimate": run_estimate(run, steps if all_steps else None),
+        "estimate": estimate,
         "roles": ROLES,
         "tool_names": sorted(tools),
         "policies": [p.value for p in DependentsPolicy],

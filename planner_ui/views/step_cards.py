@@ -8,10 +8,12 @@ from typing import Any
 
 from pydantic import ConfigDict
 
+from planner_ui.core.estimate import StepEstimate
 from planner_ui.core.step_record import StepRecord
 from planner_ui.models import Approval, Step
 from planner_ui.selectors.step_record import record_fields
 from planner_ui.template_rows import TemplateRow
+from planner_ui.templatetags.planner_ui import thousands, usd
 
 
 class StepCard(StepRecord, TemplateRow):
@@ -33,6 +35,9 @@ class StepCard(StepRecord, TemplateRow):
     locked_reason: str
     retryable: bool
     forkable: bool
+    # What it is estimated to use (estimate_note), written out once in Python: as template
+    # tags it was a tenth of the cards' render at 1,000 steps.
+    estimate_note: str
     # Where its retry and fork forms post.
     retry_url: str
     fork_url: str
@@ -48,7 +53,7 @@ _STATUS_LABELS = dict(Step._meta.get_field("status").flatchoices)
 def step_card(step: Step, **offers: Any) -> StepCard:
     """The card of `step`, with what the page worked out for it (`offers`: calls, approvals,
     output_long, editable, locked_reason, retryable, forkable, retry_url, fork_url,
-    worker_lost)."""
+    worker_lost, estimate_note)."""
     return StepCard(
         **record_fields(step),
         status_label=_STATUS_LABELS.get(step.status, step.status),
@@ -58,3 +63,18 @@ def step_card(step: Step, **offers: Any) -> StepCard:
         heartbeat_at=step.heartbeat_at,
         **offers,
     )
+
+
+def estimate_note(estimate: StepEstimate | None, critical: bool) -> str:
+    """ "estimated 2 calls, ~1,200 / ~400 tokens, ~$0.0031, on the critical path", or "" for
+    a step the estimate does not know."""
+    if estimate is None:
+        return ""
+    calls = estimate.calls
+    note = (
+        f"estimated {calls} call{'' if calls == 1 else 's'}, ~{thousands(estimate.tokens_in)}"
+        f" / ~{thousands(estimate.tokens_out)} tokens"
+    )
+    if estimate.cost_usd is not None:
+        note += f", ~{usd(estimate.cost_usd)}"
+    return note + (", on the critical path" if critical else "")
