@@ -1,6 +1,8 @@
 import json
+from collections.abc import Mapping
 from datetime import datetime, time
 from decimal import Decimal
+from typing import Any
 
 from django import template
 from django.template.base import FilterExpression, NodeList, Parser, Token
@@ -79,7 +81,7 @@ def json_pretty(value: object) -> str:
 
 
 @register.filter
-def get(mapping: dict, key: str) -> object:
+def get(mapping: Mapping[str, Any], key: str) -> object:
     return mapping.get(key, "")
 
 
@@ -94,7 +96,8 @@ class MemoNode(template.Node):
         self.keys = keys
 
     def render(self, context: Context) -> str:
-        store = context.render_context.dicts[0].setdefault(_MEMO_STORE, {})
+        bottom: dict[Any, Any] = context.render_context.dicts[0]
+        store: dict[tuple[Any, ...], str] = bottom.setdefault(_MEMO_STORE, {})
         key = (self, *(make_hashable(k.resolve(context)) for k in self.keys))
         if key not in store:
             store[key] = self.nodelist.render(context)
