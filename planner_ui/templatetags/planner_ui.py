@@ -109,8 +109,8 @@ def memo(parser: Parser, token: Token) -> MemoNode:
     """`{% memo key ... %}body{% endmemo %}`: the body rendered once per page for each value of
     its keys, and that output repeated. For a fragment that a 1,000-step page repeats in every
     step (an edit form's opening with its CSRF field, a step's tool checkboxes): rendering
-    them was half the plan editor's time (bench.pages). The body must depend on nothing but
-    its keys and what is the same for the whole page, or a step shows another's values."""
+    them was a third of the plan editor's time (bench.pages). The body must depend on nothing
+    but its keys and what is the same for the whole page, or a step shows another's values."""
     keys = [parser.compile_filter(bit) for bit in token.split_contents()[1:]]
     nodelist = parser.parse(("endmemo",))
     parser.delete_first_token()
