@@ -7,8 +7,9 @@ chooses to, and no `<img>` survives the sanitizer either."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 import nh3
@@ -36,22 +37,35 @@ _md = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table"
 _md.add_render_rule("image", _image_as_link)
 
 
-# A run page renders every step's output; a finished output never changes, and rendering was
-# most of a finished 200-step run's page (bench.pages). Small ones are kept, at most about
-# _CACHED x _CACHED_CHARS of text per process.
-_CACHED = 1024
-_CACHED_CHARS = 16_000
+# A run page renders every step's output and the run's result; a finished one never changes, and
+# rendering was most of a finished run's page (bench.pages). The rendered texts are kept, the
+# least recently shown dropped first, at most _CACHED_CHARS characters of Markdown per process,
+# a long text included: a 1,000-step run's result was 1.4 MB, rendered twice a page (as the
+# result and as its synthesizer's output) in half a second each.
+_CACHED_CHARS = 16_000_000
+_cached: OrderedDict[str, str] = OrderedDict()
+_cached_chars = 0
+_cache_lock = threading.Lock()  # Daphne may run views on more than one thread
 
 
 def markdown_to_safe_html(text: str) -> str:
-    if len(text or "") <= _CACHED_CHARS:
-        return _cached_html(text or "")
-    return _safe_html(text)
-
-
-@lru_cache(maxsize=_CACHED)
-def _cached_html(text: str) -> str:
-    return _safe_html(text)
+    global _cached_chars
+    text = text or ""
+    with _cache_lock:
+        html = _cached.get(text)
+        if html is not None:
+            _cached.move_to_end(text)
+            return html
+    html = _safe_html(text)
+    if len(text) <= _CACHED_CHARS // 4:
+        with _cache_lock:
+            if text not in _cached:
+                _cached[text] = html
+                _cached_chars += len(text)
+            while _cached_chars > _CACHED_CHARS:
+                dropped, _ = _cached.popitem(last=False)
+                _cached_chars -= len(dropped)
+    return html
 
 
 def _safe_html(text: str) -> str:

@@ -78,9 +78,10 @@ def critical_step_ids(steps: Sequence[Step]) -> list[str]:
     return core_estimate.critical_path(shapes)
 
 
-def run_estimate(run: Run) -> RunEstimate:
-    """The estimate of executing the run's current steps, and each step's actual use so far."""
-    steps = list(run.steps.all())
+def run_estimate(run: Run, steps: Sequence[Step] | None = None) -> RunEstimate:
+    """The estimate of executing the run's current steps, and each step's actual use so far;
+    `steps` are all the run's, for a caller that has read them already."""
+    steps = list(run.steps.all()) if steps is None else steps
     if not steps:
         return RunEstimate()
     plan = core_estimate.estimate_plan(step_shapes(run, steps), _route_lookup(run))

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -16,7 +16,7 @@ from planner_ui.core.replan import changed_steps
 from planner_ui.core.search import search_terms
 from planner_ui.core.status import RunStatus
 from planner_ui.core.step_record import graph_node
-from planner_ui.models import Approval, PlanTemplate, Run, RunEvent, SearchDocument
+from planner_ui.models import Approval, PlanTemplate, Run, RunEvent, SearchDocument, Step
 from planner_ui.tools import Tool
 
 from .estimate import critical_step_ids
@@ -120,10 +120,12 @@ def approvals_by_step(run: Run, step_ids: list[str]) -> dict[str, list[Approval]
     return by_step
 
 
-def run_graph(run: Run, tools: Mapping[str, Tool] | None = None) -> dict[str, list[dict[str, Any]]]:
+def run_graph(
+    run: Run, tools: Mapping[str, Tool] | None = None, steps: Sequence[Step] | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """Nodes and edges for the plan graph, from the run's current steps; `tools` are the run's
-    (tools_for_run), for a caller that has them already."""
-    steps = list(run.steps.all())
+    (tools_for_run) and `steps` all its steps, for a caller that has them already."""
+    steps = list(run.steps.all()) if steps is None else steps
     path = critical_step_ids(steps)
     revised = _revised_by_replanner(run)
     on_path, critical_edges = set(path), set(zip(path, path[1:], strict=False))

@@ -12,7 +12,8 @@ from django.utils import timezone
 from planner_ui.core import timing as core_timing
 from planner_ui.core.events import EventType
 from planner_ui.core.timing import Gap, Scale, Segment, Span, Tick, Timing
-from planner_ui.models import ModelCall, Run, RunEvent
+from planner_ui.models import ModelCall, Run, RunEvent, Step
+from planner_ui.template_rows import TemplateRow
 
 from .estimate import critical_step_ids
 
@@ -91,7 +92,7 @@ def _timing(
 
 
 @dataclass
-class Bar:
+class Bar(TemplateRow):
     kind: str  # queued, running or waiting
     ended_by: str  # see core.timing.Segment
     start: datetime
@@ -107,7 +108,7 @@ class Bar:
 
 
 @dataclass
-class Row:
+class Row(TemplateRow):
     step_id: str
     title: str
     status: str
@@ -116,7 +117,7 @@ class Row:
 
 
 @dataclass
-class GapBand:
+class GapBand(TemplateRow):
     reason: str
     start: datetime
     seconds: float
@@ -146,10 +147,11 @@ class Timeline:
         return self.timing.active_s
 
 
-def run_timeline(run: Run) -> Timeline:
+def run_timeline(run: Run, steps: Sequence[Step] | None = None) -> Timeline:
     """The Gantt chart: a row per step, its queued / running / waiting bars on an axis of
-    active time (gaps cut to narrow bands), critical steps as the graph marks them."""
-    steps = list(run.steps.all())
+    active time (gaps cut to narrow bands), critical steps as the graph marks them. `steps`
+    are all the run's, for a caller that has read them already."""
+    steps = list(run.steps.all()) if steps is None else steps
     timing, planning, segments = _read([run], timezone.now())[run.pk]
     scale = Scale(timing)
     path = critical_step_ids(steps)

@@ -15,6 +15,7 @@ from planner_ui.models import Run
 from planner_ui.selectors.estimate import run_estimate
 from planner_ui.selectors.runs import run_graph
 from planner_ui.services.runs import run_approve_plan
+from planner_ui.views.step_cards import estimate_note
 from tests.services.test_runs import drive, planned
 
 pytestmark = pytest.mark.django_db
@@ -171,3 +172,23 @@ def test_a_run_without_routes_estimates_calls_and_tokens_but_not_cost(alice, set
     assert estimate.calls == run.steps.count()
     assert "synthesizer (no model)" in estimate.unpriced_models
     assert estimate.step("synthesis").tokens_out == heuristics.OUTPUT_TOKENS_BY_ROLE["synthesizer"]
+
+
+@pytest.mark.parametrize(
+    ("estimate", "critical", "note"),
+    [
+        (
+            heuristics.StepEstimate("a", "m", 1, 1459, 1200, Decimal("0.0031")),
+            False,
+            "estimated 1 call, ~1,459 / ~1,200 tokens, ~$0.0031",
+        ),
+        (
+            heuristics.StepEstimate("b", "m", 2, 12000, 400, None),
+            True,
+            "estimated 2 calls, ~12,000 / ~400 tokens, on the critical path",
+        ),
+        (None, True, ""),
+    ],
+)
+def test_a_step_card_writes_its_estimate_out(estimate, critical, note):
+    assert estimate_note(estimate, critical) == note
