@@ -571,8 +571,11 @@ def run_step_cards(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     wanted = [s for s in request.GET.get("steps", "").split(",") if s][:MAX_CARDS_PER_REQUEST]
     steps = list(run.steps.filter(step_id__in=wanted))
+    # The version its edit forms say they change, as the page's do: without it, an edit from
+    # a card refreshed while the run went on was refused for want of a version number.
+    current_version = run.plan_versions.order_by("number").last()
     cards = _cards_context(run, steps, tools_for_run(run))
-    context = {"run": run, "oob": True, **cards}
+    context = {"run": run, "oob": True, "current_version": current_version, **cards}
     return render(request, "planner_ui/_step_cards.html", context)
 
 

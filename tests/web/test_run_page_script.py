@@ -88,6 +88,19 @@ def test_a_refreshed_card_is_the_card_of_the_page(client_alice, alice) -> None:
     assert "← 1500 * 0.2 + 75 = 375" in refreshed
 
 
+def test_a_refreshed_editable_card_edits_the_version_the_page_edits(client_alice, alice) -> None:
+    run = Run.objects.create(owner=alice, task="Compute 1500 * 0.2 + 75")
+    run_plan(run.pk)  # awaiting approval: every step but the synthesis may be edited
+    step = run.steps.exclude(step_id="synthesis").first()
+    page = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    cards = client_alice.get(
+        reverse("run_step_cards", args=[run.pk]), {"steps": step.step_id}
+    ).content.decode()
+    refreshed = _card(cards, step.step_id).replace(' hx-swap-oob="true"', "")
+    assert 'name="base_version" value="1"' in refreshed
+    assert refreshed == _card(page, step.step_id)
+
+
 def test_another_users_cards_are_a_404(client_alice, make_user) -> None:
     run = Run.objects.create(owner=make_user("bob"), task="Bob's secret task")
     run_plan(run.pk)
