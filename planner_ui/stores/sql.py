@@ -80,7 +80,7 @@ def rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         cursor.execute(sql, params)
         if db.vendor == "postgresql":
             # psycopg builds a Column object for each column every time `description` is read:
-            # 80 of them for a claim that returns its step and its run (7% of a step's CPU).
+            # 51 µs for a claim that returns its step and its run, 80 columns.
             result = cursor.cursor.pgresult
             return cursor.fetchall() if result and result.status == _TUPLES_OK else []
         return cursor.fetchall() if cursor.description else []
