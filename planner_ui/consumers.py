@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+from functools import cached_property
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -14,6 +16,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from planner_ui.core.plan import STEP_ID_PATTERN
 from planner_ui.fanout import fanout
 from planner_ui.selectors.approvals import pending_count
 from planner_ui.selectors.runs import events_after, run_user_can_watch
@@ -38,7 +41,6 @@ GAP_WAIT_S = 0.25
 MAX_EARLY_EVENTS = 200
 # The steps whose live text one socket may follow at once (the run page follows the open one).
 MAX_FOLLOWED_STEPS = 20
-MAX_STEP_ID_CHARS = 40
 
 
 class _ClientMessages(AsyncJsonWebsocketConsumer):
@@ -180,12 +182,15 @@ class RunConsumer(_ClientMessages):
         if getattr(self, "group", None):
             await fanout().leave(self.group, self)
 
-    def _query_value(self, name: str) -> str | None:
-        """A parameter of the socket's URL; None when it has none, "" when it is empty."""
-        query = parse_qs(
+    @cached_property
+    def _query(self) -> dict[str, list[str]]:
+        return parse_qs(
             self.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
         )
-        return query[name][0] if name in query else None
+
+    def _query_value(self, name: str) -> str | None:
+        """A parameter of the socket's URL; None when it has none, "" when it is empty."""
+        return self._query[name][0] if name in self._query else None
 
     def _followed_from_query(self) -> set[str] | None:
         text = self._query_value("text")
@@ -318,7 +323,7 @@ class RunConsumer(_ClientMessages):
             if (
                 not isinstance(steps, list)
                 or len(steps) > MAX_FOLLOWED_STEPS
-                or not all(isinstance(s, str) and 0 < len(s) <= MAX_STEP_ID_CHARS for s in steps)
+                or not all(isinstance(s, str) and re.fullmatch(STEP_ID_PATTERN, s) for s in steps)
             ):
                 await self._error(
                     f"'steps' must be a list of at most {MAX_FOLLOWED_STEPS} step ids"

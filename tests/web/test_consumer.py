@@ -234,6 +234,10 @@ async def test_malformed_messages_get_an_error_and_the_socket_stays_open(make_us
             json.dumps({"type": "text.follow", "steps": [1]}),
             "'steps' must be a list of at most 20 step ids",
         ),
+        (
+            json.dumps({"type": "text.follow", "steps": ["Not a step id"]}),
+            "'steps' must be a list of at most 20 step ids",
+        ),
         (json.dumps({"type": "replay", "after": "x"}), "'after' must be a non-negative integer"),
         ("x" * 2000, "messages must be JSON text of at most 1000 characters"),
     ]
