@@ -386,12 +386,14 @@
     const set = (id, text) => { const el = document.getElementById(id); if (el) el.textContent = text; };
     const n = (v) => parseInt(v, 10).toLocaleString("en-US");
     const pct = (used, limit) => (Math.round(used * 1000 / limit) / 10).toString();
+    const tokens = n(t.tokensIn) + " / " + n(t.tokensOut);
+    const cost = money(parseFloat(t.cost || "0"));
     set("run-calls", t.calls);
-    set("run-tokens", n(t.tokensIn) + " / " + n(t.tokensOut));
-    set("run-cost", money(parseFloat(t.cost || "0")));
+    set("run-tokens", tokens);
+    set("run-cost", cost);
     // The usage section's own line, folded or not, as its template writes it.
     const calls = parseInt(t.calls, 10);
-    set("usage-totals", calls + " call" + (calls === 1 ? "" : "s") + ", " + n(t.tokensIn) + " / " + n(t.tokensOut) + " tokens, " + money(parseFloat(t.cost || "0")));
+    set("usage-totals", calls + " call" + (calls === 1 ? "" : "s") + ", " + tokens + " tokens, " + cost);
     if (t.budgetTokens) set("budget-tokens-pct", pct(parseInt(t.tokensIn, 10) + parseInt(t.tokensOut, 10), parseInt(t.budgetTokens, 10)));
     if (t.budgetUsd) set("budget-usd-pct", pct(parseFloat(t.cost || "0"), parseFloat(t.budgetUsd)));
   }
