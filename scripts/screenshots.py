@@ -128,14 +128,10 @@ def _wait_ready(base_url: str, launcher: subprocess.Popen) -> None:
     raise SystemExit(f"The app never answered on {base_url}.")
 
 
-# The id of a running step whose live text has a few words yet, or null (waited for).
-_WRITING_STEP = """() => {
-  const steps = [...document.querySelectorAll('.step[data-status="running"]')];
-  const writing = steps.find((step) => {
-    const live = step.querySelector('.step-live:not([hidden])');
-    return live && /\\w+ \\w+ \\w+/.test(live.textContent);
-  });
-  return writing ? writing.dataset.stepId : null;
+# The id of a running step, or null (waited for).
+_RUNNING_STEP = """() => {
+  const step = document.querySelector('.step[data-status="running"]');
+  return step ? step.dataset.stepId : null;
 }"""
 
 
@@ -174,9 +170,10 @@ def _shoot(base_url: str, username: str, password: str, out: Path, only: set[str
             save("plan", page)
 
             page.click("#approve-plan")
-            # Step cards sit in the side panel beside the graph, closed until a step is opened:
-            # find a running step that has written a few words, and open its card.
-            writing_id = page.wait_for_function(_WRITING_STEP).json_value()
+            # Step cards sit in the side panel beside the graph, closed until a step is opened,
+            # and the page is sent the live text of the open step only: open a running step's
+            # card, as a person would, and wait for a few of its words.
+            writing_id = page.wait_for_function(_RUNNING_STEP).json_value()
             button = page.locator(f'.plan-graph-step[data-step-id="{writing_id}"]')
             button.focus()
             button.press("Enter")
