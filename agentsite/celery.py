@@ -127,6 +127,10 @@ def _warm_up(**_: object) -> None:
         from planner_ui.stores import statement_times
 
         statement_times.install(Path(os.environ["AGENTSITE_STATEMENT_TIMES"]))
+    if os.environ.get("AGENTSITE_STATEMENT_DELAY_MS"):  # the benchmark's --db-delay-ms
+        from planner_ui.stores import statement_delay
+
+        statement_delay.install(float(os.environ["AGENTSITE_STATEMENT_DELAY_MS"]))
 
     try:
         pool = getattr(connection, "pool", None)  # PostgreSQL's, when AGENTSITE_DB_POOL_MAX > 0

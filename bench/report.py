@@ -35,7 +35,8 @@ def table(report: dict[str, Any]) -> str:
     lines = [
         f"latency {config['latency_s']} s per model call, {config['slots']} worker slots "
         f"({config['pool']}), {config['clients']} WebSocket clients per run, "
-        f"{config.get('asgi', 'daphne x 1')}, {config['database']}, Redis {config['redis']}, "
+        f"{config.get('asgi', 'daphne x 1')}, {config['database']}{_delay(config)}, "
+        f"Redis {config['redis']}, "
         f"{report['machine']['cpus']} CPUs",
         "",
         header,
@@ -158,3 +159,9 @@ def targets(runs: list[dict[str, Any]], latency_s: float) -> list[dict[str, Any]
             f"Daphne CPU per message sent <= 88 us (half of 176): at most {max(daphne):.0f} us",
         )
     return targets
+
+
+def _delay(config: dict[str, Any]) -> str:
+    """The database's added distance (--db-delay-ms), where one was asked for."""
+    delay = config.get("db_delay_ms")
+    return f" {delay:g} ms away" if delay else ""

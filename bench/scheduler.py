@@ -124,6 +124,7 @@ def stack_start(
     worker_nice: int = 0,
     workers: int = 1,
     statement_times: Path | None = None,
+    db_delay_ms: float = 0,
 ) -> Stack:
     """Redis if the embedded one is wanted, a worker with `slots` slots, and `asgi_processes`
     ASGI servers (Daphne, or uvicorn where it is installed), each on a port of its own."""
@@ -156,6 +157,8 @@ def stack_start(
         }
         if statement_times is not None:  # the workers' pool processes time their statements
             env["AGENTSITE_STATEMENT_TIMES"] = str(statement_times)
+        if db_delay_ms:  # and wait as if the database were on another machine
+            env["AGENTSITE_STATEMENT_DELAY_MS"] = str(db_delay_ms)
         # The ASGI servers first: they start while the workers do.
         for number, port in enumerate(ports, start=1):
             stack.add(
