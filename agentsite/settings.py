@@ -198,6 +198,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # the other: 4 to 6 ms each on this project's test machine. What a crash of the database server
 # can then lose, and what it cannot: README, "Durability on PostgreSQL".
 AGENTSITE_DB_ASYNC_COMMIT = False
+# AGENTSITE_DB_PREPARED (PostgreSQL): the hot path's statements (planner_ui/stores/sql.py) are
+# prepared on each connection the first time it runs them, so the server plans each once per
+# connection rather than at every call; planning was about half of the server's time on them
+# (pg_stat_statements, benchmark-history.md, thirteenth round). On by default where connections
+# last (the pool, or DATABASE_CONN_MAX_AGE): on a connection per task, preparing would only add
+# a round trip. Behind PgBouncer in transaction mode with the pool, that needs PgBouncer 1.21 or
+# later with max_prepared_statements set; or set this to false.
+AGENTSITE_DB_PREPARED = False
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     AGENTSITE_DB_ASYNC_COMMIT = _env_bool("AGENTSITE_DB_ASYNC_COMMIT")
     # A pool of at most AGENTSITE_DB_POOL_MAX connections per process (a web server, each process
@@ -211,12 +219,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     AGENTSITE_DB_POOL_MIN = min(
         AGENTSITE_DB_POOL_MAX, int(os.environ.get("AGENTSITE_DB_POOL_MIN") or 1)
     )
+    AGENTSITE_DB_PREPARED = _env_bool(
+        "AGENTSITE_DB_PREPARED",
+        default=AGENTSITE_DB_POOL_MAX > 0 or DATABASES["default"]["CONN_MAX_AGE"] != 0,
+    )
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     # A server that does not answer fails a connection in seconds, not the system's minutes.
     _options.setdefault("connect_timeout", 5)
     # pg_stat_activity says which machine and process holds each connection (a worker's pool
     # processes show their main process's id).
     _options.setdefault("application_name", f"agentsite {socket.gethostname()} {os.getpid()}"[:63])
+    if AGENTSITE_DB_PREPARED:
+        # psycopg prepares a statement when asked (sql.rows asks) or after this many runs of
+        # it on a connection: never, here. Django's own cursors bind on the client and never
+        # prepare anything; it turns psycopg's preparing off (None) unless told otherwise.
+        _options.setdefault("prepare_threshold", 2**31 - 1)
     if AGENTSITE_DB_ASYNC_COMMIT:
         _options["options"] = f"{_options.get('options', '')} -c synchronous_commit=off".strip()
     # Behind PgBouncer in transaction mode a cursor may not outlive its transaction on the

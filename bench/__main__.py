@@ -504,12 +504,19 @@ def _write(report: dict[str, Any], *, latest: bool = True) -> Path:
 
 
 def _database() -> str:
-    """The database, and whether its commits wait for the disk (AGENTSITE_DB_ASYNC_COMMIT)."""
+    """The database, and where its settings differ from the defaults: commits that do not wait
+    for the disk (AGENTSITE_DB_ASYNC_COMMIT), statements planned at every call
+    (AGENTSITE_DB_PREPARED=false)."""
     from django.conf import settings
     from django.db import connection
 
-    async_commit = connection.vendor == "postgresql" and settings.AGENTSITE_DB_ASYNC_COMMIT
-    return f"{connection.vendor}{' (async commit)' if async_commit else ''}"
+    if connection.vendor != "postgresql":
+        return connection.vendor
+    unusual = [
+        *(["async commit"] if settings.AGENTSITE_DB_ASYNC_COMMIT else []),
+        *(["statements not prepared"] if not settings.AGENTSITE_DB_PREPARED else []),
+    ]
+    return f"postgresql ({', '.join(unusual)})" if unusual else "postgresql"
 
 
 if __name__ == "__main__":

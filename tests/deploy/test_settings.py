@@ -34,6 +34,7 @@ print(json.dumps({
     "server_side_cursors": not s.DATABASES["default"].get("DISABLE_SERVER_SIDE_CURSORS"),
     "options": {k: v for k, v in s.DATABASES["default"].get("OPTIONS", {}).items()
                 if k != "application_name"},
+    "prepared": s.AGENTSITE_DB_PREPARED,
 }))
 """
 
@@ -93,6 +94,7 @@ def test_a_production_setup_reads_everything_from_the_environment(tmp_path):
         "email": ["django.core.mail.backends.smtp.EmailBackend", "smtp.example.com", 587, True],
         "conn_max_age": 60,
         "server_side_cursors": True,
+        "prepared": False,
         "options": {
             "timeout": 30,
             "transaction_mode": "IMMEDIATE",
@@ -203,6 +205,7 @@ def test_postgresql_connections_come_from_a_small_pool_per_process(tmp_path):
     assert seen["options"] == {
         "connect_timeout": 5,
         "pool": {"min_size": 1, "max_size": 3, "timeout": 10.0, "max_idle": 60},
+        "prepare_threshold": 2**31 - 1,
     }
     # Behind PgBouncer in transaction mode: no pool of its own, no server-side cursors.
     no_pool = settings_of(
@@ -226,6 +229,24 @@ def test_asynchronous_commits_are_asked_of_postgresql_only(tmp_path):
     # SQLite has no such setting: its own (WAL, synchronous=NORMAL) stands.
     sqlite = settings_of(tmp_path, AGENTSITE_DB_ASYNC_COMMIT="true")
     assert "synchronous=NORMAL" in json.loads(sqlite.stdout)["options"]["init_command"]
+
+
+def test_the_hot_path_s_statements_are_prepared_on_postgresql_unless_told_not_to(tmp_path):
+    url = "postgres://agentsite@db.internal:5432/agentsite"
+    prepared = json.loads(settings_of(tmp_path, DATABASE_URL=url).stdout)
+    # psycopg prepares only what sql.rows asks it to (Django's own cursors never prepare).
+    assert prepared["prepared"] and prepared["options"]["prepare_threshold"] == 2**31 - 1
+    behind_an_old_pgbouncer = settings_of(tmp_path, DATABASE_URL=url, AGENTSITE_DB_PREPARED="false")
+    seen = json.loads(behind_an_old_pgbouncer.stdout)
+    assert not seen["prepared"] and "prepare_threshold" not in seen["options"]
+    # A connection per task would prepare every statement only to run it once or twice.
+    unpooled = settings_of(tmp_path, DATABASE_URL=url, AGENTSITE_DB_POOL_MAX="0")
+    assert not json.loads(unpooled.stdout)["prepared"]
+    kept = settings_of(
+        tmp_path, DATABASE_URL=url, AGENTSITE_DB_POOL_MAX="0", DATABASE_CONN_MAX_AGE="60"
+    )
+    assert json.loads(kept.stdout)["prepared"]
+    assert not json.loads(settings_of(tmp_path).stdout)["prepared"]  # SQLite
 
 
 def test_persistent_connections_beside_the_pool_are_refused_with_what_to_do(tmp_path):

@@ -217,3 +217,24 @@ def test_load_of_some_fields_reads_them_as_the_orm_does_and_defers_the_rest(run)
         want, got = getattr(expected, name), getattr(loaded, name)
         assert (type(got), got) == (type(want), want), name
     assert "task" in loaded.get_deferred_fields() and "status" not in loaded.get_deferred_fields()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
+def test_on_postgresql_a_statement_is_planned_once_per_connection_not_at_every_call(run, settings):
+    statement = f"SELECT task FROM {sql.table(Run)} WHERE id = %s"
+
+    def prepared() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT statement FROM pg_prepared_statements WHERE statement LIKE %s",
+                [f"%FROM {sql.table(Run)} WHERE id = $1"],
+            )
+            return [text for (text,) in cursor.fetchall()]
+
+    settings.AGENTSITE_DB_PREPARED = False
+    assert sql.rows(statement, [run.pk]) == [("Compare tea and coffee",)]
+    assert prepared() == []
+    settings.AGENTSITE_DB_PREPARED = True
+    for _ in range(3):
+        assert sql.rows(statement, [run.pk]) == [("Compare tea and coffee",)]
+    assert prepared() == [f"SELECT task FROM {sql.table(Run)} WHERE id = $1"]
