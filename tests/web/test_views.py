@@ -149,6 +149,18 @@ def test_run_page_keeps_tool_calls_on_the_step_cards(client_alice, alice):
     assert f'data-seq="{run.last_event_seq}"' in body
 
 
+def test_a_step_s_live_text_can_be_scrolled_from_the_keyboard(client_alice, alice):
+    # app.css caps the live text at 14rem and scrolls the rest: a scrolling box a keyboard
+    # cannot reach is a serious violation for axe (scrollable-region-focusable), which the
+    # accessibility test met whenever a step had written that much by the time it looked.
+    run = Run.objects.create(owner=alice, task="Research tea and coffee")
+    run_plan(run.pk)
+    body = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
+    cards = run.steps.count()
+    live = '<pre class="step-live" hidden aria-live="polite" tabindex="0">'
+    assert cards and body.count(live) == cards
+
+
 def test_re_run_as_a_single_agent_and_compare(client_alice, alice):
     from planner_ui.services.runs import run_approve_plan
     from tests.services.test_runs import drive
