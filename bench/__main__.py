@@ -147,9 +147,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=float,
         default=0,
         metavar="MS",
-        help="every statement and commit of the worker's pool processes waits this long first, "
-        "as a database on another machine would add (0.2 to 0.5 ms on a LAN); the floor is "
-        "left as it is",
+        help="every round trip of the worker's pool processes to PostgreSQL waits this long "
+        "first, as a database on another machine would add (0.2 to 0.5 ms on a LAN); the floor "
+        "is left as it is",
     )
     parser.add_argument(
         "--no-floor",
@@ -175,6 +175,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--workers must be at least 1")
     if args.db_delay_ms < 0:
         parser.error("--db-delay-ms cannot be negative")
+    if args.db_delay_ms and not os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        parser.error("--db-delay-ms puts PostgreSQL farther away: set DATABASE_URL=postgres://…")
     return args
 
 
