@@ -87,16 +87,20 @@ def rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         db.validate_no_broken_transaction()
         with db.wrap_database_errors, psycopg.Cursor(db.connection) as cursor:
             cursor.execute(sql, params, prepare=True)
-            result = cursor.pgresult
-            return cursor.fetchall() if result and result.status == _TUPLES_OK else []
+            return _fetched(cursor)
     with db.cursor() as cursor:
         cursor.execute(sql, params)
         if db.vendor == "postgresql":
-            # psycopg builds a Column object for each column every time `description` is read:
-            # 51 µs for a claim that returns its step and its run, 80 columns.
-            result = cursor.cursor.pgresult
-            return cursor.fetchall() if result and result.status == _TUPLES_OK else []
+            return _fetched(cursor.cursor)
         return cursor.fetchall() if cursor.description else []
+
+
+def _fetched(cursor: psycopg.Cursor[Any]) -> list[tuple[Any, ...]]:
+    """The rows of the statement a psycopg cursor has just run, if it returned any."""
+    # By the result's status: psycopg builds a Column object for each column every time
+    # `description` is read, 51 µs for a claim that returns its step and its run, 80 columns.
+    result = cursor.pgresult
+    return cursor.fetchall() if result and result.status == _TUPLES_OK else []
 
 
 @lru_cache(maxsize=1024)
