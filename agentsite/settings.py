@@ -446,6 +446,11 @@ AGENTSITE_MCP_TIMEOUT_S = float(os.environ.get("AGENTSITE_MCP_TIMEOUT_S") or 30)
 AGENTSITE_API_RATE_PER_MINUTE = int(os.environ.get("AGENTSITE_API_RATE_PER_MINUTE") or 120)
 # POSTs to one template's webhook per minute, whoever sends them (a leaked token cannot flood).
 AGENTSITE_WEBHOOK_RATE_PER_MINUTE = int(os.environ.get("AGENTSITE_WEBHOOK_RATE_PER_MINUTE") or 60)
+# A page's socket (`?batch=1`) takes the events that reach its ASGI process within this many
+# milliseconds of the first as one frame: the finishes and claims of a layer come a few ms
+# apart, each in its own publish, and a frame each cost the server and every browser. 0 sends
+# each burst of one event-loop pass at once.
+AGENTSITE_WS_BATCH_MS = float(os.environ.get("AGENTSITE_WS_BATCH_MS") or 5)
 # A worker refreshes the heartbeat of what it runs every AGENTSITE_HEARTBEAT_S (a quarter of the
 # lease by default). A running step whose heartbeat is older than the lease has lost its worker:
 # the sweep, every AGENTSITE_SWEEP_S, hands it to another, so a dead worker's step is taken over

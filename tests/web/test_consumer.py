@@ -196,6 +196,42 @@ async def test_a_batch_client_gets_the_events_published_together_in_one_frame_in
         await ws.disconnect()
 
 
+async def test_a_batch_client_gets_events_published_apart_within_the_window_in_one_frame(
+    make_user, settings
+):
+    # Two finishes of one layer publish a few milliseconds apart, each in its own round trip.
+    settings.AGENTSITE_WS_BATCH_MS = 400
+    _, run, cookie = await _setup(make_user)
+    batched, connected, _ = await _connect(run.pk, cookie, batch=True)
+    assert connected
+    plain, connected, _ = await _connect(run.pk, cookie)
+    assert connected
+    for ws in (batched, plain):
+        assert await _receive_events_until_replay_done(ws) == []
+    events = await _logged_unpublished(run, 1, 2, 3)
+
+    _publish(run, events[1])
+    # A client that did not ask for batches is not kept waiting.
+    assert json.loads(await plain.receive_from(timeout=0.3))["event"]["seq"] == 1
+    _publish(run, events[2])
+    assert await batched.receive_nothing(timeout=0.1)
+    frame = json.loads(await batched.receive_from(timeout=5))
+    assert frame["type"] == "batch" and _seqs(frame) == [1, 2]
+    # The window starts again with the next message, and one alone still goes out.
+    _publish(run, events[3])
+    assert json.loads(await batched.receive_from(timeout=5)) == {
+        "type": "event",
+        "event": events[3],
+    }
+    assert await batched.receive_nothing(timeout=0.5)
+    assert [json.loads(await plain.receive_from(timeout=5))["event"]["seq"] for _ in (2, 3)] == [
+        2,
+        3,
+    ]
+    for ws in (batched, plain):
+        await ws.disconnect()
+
+
 @pytest.mark.parametrize("batch", [False, True], ids=["a frame per event", "batches"])
 async def test_a_gap_that_pub_sub_does_not_fill_is_filled_from_the_log(make_user, batch):
     _, run, cookie = await _setup(make_user)
