@@ -20,7 +20,7 @@ import psycopg
 from django.conf import settings
 from django.db import (
     DEFAULT_DB_ALIAS,
-    OperationalError,
+    DatabaseError,
     connection,
     connections,
     models,
@@ -86,13 +86,31 @@ def rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         db.ensure_connection()
         db.validate_no_broken_transaction()
         with db.wrap_database_errors, psycopg.Cursor(db.connection) as cursor:
-            cursor.execute(sql, params, prepare=True)
+            try:
+                cursor.execute(sql, params, prepare=True)
+            except psycopg.errors.FeatureNotSupported as exc:
+                # In a transaction, the statement's failure aborted it: its rollback drops
+                # the connection's prepared statements (psycopg does), and `retried` runs it
+                # again. Outside one, nothing is left open: prepare them all again, here.
+                if not _plan_changed(exc) or db.in_atomic_block:
+                    raise
+                cursor.execute("DEALLOCATE ALL")  # psycopg forgets its own list with it
+                cursor.execute(sql, params, prepare=True)
             return _fetched(cursor)
     with db.cursor() as cursor:
         cursor.execute(sql, params)
         if db.vendor == "postgresql":
             return _fetched(cursor.cursor)
         return cursor.fetchall() if cursor.description else []
+
+
+def _plan_changed(exc: BaseException) -> bool:
+    """PostgreSQL refused a statement prepared on this connection because a column it returns
+    changed type since (a migration run from another connection): prepared again, it runs."""
+    cause = exc if isinstance(exc, psycopg.Error) else exc.__cause__
+    if not isinstance(cause, psycopg.errors.FeatureNotSupported):
+        return False
+    return "cached plan must not change result type" in str(cause)
 
 
 def _fetched(cursor: psycopg.Cursor[Any]) -> list[tuple[Any, ...]]:
@@ -412,11 +430,14 @@ def durable() -> None:
 
 def retried(attempt: Callable[[], _T], *, tries: int = 3) -> _T:
     """`attempt()`, a whole transaction, run again when the database rolled it back to break
-    a deadlock or a serialization conflict (PostgreSQL); any other error goes through."""
+    a deadlock or a serialization conflict, or refused a statement prepared before a migration
+    changed a column's type (PostgreSQL); any other error goes through."""
     for tried in range(1, tries):
         try:
             return attempt()
-        except OperationalError as exc:
+        except DatabaseError as exc:
+            if _plan_changed(exc):
+                continue  # its rollback dropped the old statements: at once, prepared anew
             if getattr(exc.__cause__, "sqlstate", None) not in _TRY_AGAIN:
                 raise
         # A moment, a random one, before going again: at once, the try took back the rows the

@@ -238,3 +238,62 @@ def test_on_postgresql_a_statement_is_planned_once_per_connection_not_at_every_c
     for _ in range(3):
         assert sql.rows(statement, [run.pk]) == [("Compare tea and coffee",)]
     assert prepared() == [f"SELECT task FROM {sql.table(Run)} WHERE id = $1"]
+
+
+def _other_connection():
+    """A connection of the test's database of its own, as a deploy's migration has."""
+    import psycopg
+
+    params = connection.get_connection_params()
+    return psycopg.connect(**params, autocommit=True)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
+@pytest.mark.django_db(transaction=True)
+def test_a_prepared_statement_whose_column_changed_type_is_prepared_again(settings):
+    # A migration that changes a column's type, run from another process while this one
+    # holds the statement prepared: PostgreSQL refuses the old plan ("cached plan must not
+    # change result type") until the statement is prepared again.
+    settings.AGENTSITE_DB_PREPARED = True
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE prepared_probe (id integer PRIMARY KEY, amount integer)")
+        cursor.execute("INSERT INTO prepared_probe VALUES (1, 7)")
+    statement = "SELECT amount FROM prepared_probe WHERE id = %s"
+    try:
+        assert sql.rows(statement, [1]) == [(7,)]
+        with _other_connection() as other:
+            other.execute("ALTER TABLE prepared_probe ALTER COLUMN amount TYPE numeric(10, 2)")
+        assert sql.rows(statement, [1]) == [(Decimal("7.00"),)]
+        assert sql.rows(statement, [1]) == [(Decimal("7.00"),)]
+    finally:
+        with _other_connection() as other:
+            other.execute("DROP TABLE prepared_probe")
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
+@pytest.mark.django_db(transaction=True)
+def test_a_transaction_refused_an_old_prepared_statement_goes_again_under_retried(settings):
+    settings.AGENTSITE_DB_PREPARED = True
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE prepared_probe (id integer PRIMARY KEY, amount integer)")
+        cursor.execute("INSERT INTO prepared_probe VALUES (1, 7)")
+    statement = "SELECT amount FROM prepared_probe WHERE id = %s"
+    tries = []
+
+    def attempt() -> list[tuple]:
+        with transaction.atomic():
+            tries.append(1)
+            sql.rows("UPDATE prepared_probe SET amount = amount + 1 WHERE id = %s", [1])
+            return sql.rows(statement, [1])
+
+    try:
+        assert sql.retried(attempt) == [(8,)]
+        assert len(tries) == 1
+        with _other_connection() as other:
+            other.execute("ALTER TABLE prepared_probe ALTER COLUMN amount TYPE numeric(10, 2)")
+        # The first try's UPDATE was rolled back with it: the amount went up once.
+        assert sql.retried(attempt) == [(Decimal("9.00"),)]
+        assert len(tries) == 3
+    finally:
+        with _other_connection() as other:
+            other.execute("DROP TABLE prepared_probe")
