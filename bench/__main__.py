@@ -54,7 +54,10 @@ DEFINITIONS = {
     "cpu": "CPU seconds used during the run (approval to end) by the benchmark's own processes "
     "(this one, Redis, the worker and its pool, the ASGI servers) and by everything else on "
     "the machine; busy_fraction is the share of all cores busy; worker_ms_per_step is the "
-    "worker's CPU (pool included) per step, daphne_us_per_message the ASGI servers' per "
+    "worker's CPU (pool included) per step, database_ms_per_step the database server's (a "
+    "PostgreSQL server on this machine, counted as the process 'database': its backends and "
+    "its own workers, including what the backends of other connections used meanwhile), "
+    "daphne_us_per_message the ASGI servers' per "
     "message delivered (an event or a live text; an event in a batch frame counts as one)",
     "websocket": "per event message per client: arrival time at the client minus the event's "
     "'at' (RunEvent.created_at, stamped before the commit and the Redis publish); live-text "

@@ -53,7 +53,9 @@ def cpu_by_root(roots: dict[str, int]) -> dict[str, float] | None:
             continue  # ended meanwhile
         pid = int(entry.name)
         parent_of[pid] = int(rest[1])
-        used[pid] = (int(rest[11]) + int(rest[12])) / _ticks()  # utime + stime
+        # utime + stime, and cutime + cstime: what its children used that it has reaped (a
+        # database server's backends that ended, each with its connection).
+        used[pid] = sum(int(rest[field]) for field in (11, 12, 13, 14)) / _ticks()
     name_of = {pid: name for name, pid in roots.items()}
     totals = dict.fromkeys(roots, 0.0)
     for pid, seconds in used.items():
@@ -101,3 +103,25 @@ class CpuWindow:
             "busy_fraction": round(min(1.0, machine_used / (wall_s * (os.cpu_count() or 1))), 3),
             "by_process_s": by_process,
         }
+
+
+def database_server_pid() -> int | None:
+    """The PostgreSQL server the default connection talks to, when it runs on this machine:
+    its first process, whose children are the backends (every connection's, the benchmark's
+    included) and its own workers (WAL writer, checkpointer). None for SQLite, which runs in
+    the processes that use it, and for a server elsewhere."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (backend,) = cursor.fetchone()
+    try:
+        # A server in a container of its own numbers its processes apart: check the name.
+        if not (_PROC / str(backend) / "cmdline").read_bytes().startswith(b"postgres"):
+            return None
+        rest = (_PROC / str(backend) / "stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return int(rest[1])

@@ -29,6 +29,7 @@ def table(report: dict[str, Any]) -> str:
         ("dispatch ms", ">13"),
         ("ws event ms", ">15"),
         ("busy", ">4"),
+        ("db ms", ">5"),
         ("others", ">6"),
     )
     header = " ".join(f"{name:{align}}" for name, align in columns)
@@ -46,6 +47,8 @@ def table(report: dict[str, Any]) -> str:
         cpu = run["cpu"]
         busy = "-" if cpu["busy_fraction"] is None else f"{cpu['busy_fraction']:.0%}"
         others = "-" if cpu["others_s"] is None else f"{cpu['others_s']:.1f}s"
+        database = cpu.get("database_ms_per_step")
+        database_ms = "-" if database is None else f"{database:.1f}"
         cells = (
             run["shape"],
             run["plan_steps"],
@@ -60,6 +63,7 @@ def table(report: dict[str, Any]) -> str:
             _pair(run["dispatch"]),
             _pair(run["websocket"]) if run["websocket"]["clients"] else "-",
             busy,
+            database_ms,
             others,
         )
         lines.append(
@@ -77,8 +81,9 @@ def table(report: dict[str, Any]) -> str:
         "minus the latency, ms",
         "dispatch: a step's start minus its last dependency's end; ws event: arrival at a client "
         "minus the event's created_at; both p50 / p99",
-        "busy: share of all CPUs busy during the run; others: CPU seconds used meanwhile by "
-        "processes the benchmark did not start",
+        "busy: share of all CPUs busy during the run; db ms: the database server's CPU per "
+        "step (PostgreSQL on this machine; SQLite's is the worker's); others: CPU seconds used "
+        "meanwhile by processes the benchmark did not start, the database server apart",
         "",
         *(
             f"{'met   ' if target['met'] else 'MISSED'} {target['text']}"
@@ -100,8 +105,9 @@ def table(report: dict[str, Any]) -> str:
     capacity = sum(run["cpu"]["window_s"] for run in report["runs"]) * report["machine"]["cpus"]
     if others and capacity and sum(others) / capacity > 0.1:
         lines.append(
-            f"Processes not started by the benchmark (other programs; an external database or "
-            f"Redis) kept {sum(others) / capacity:.0%} of the CPUs busy during the runs."
+            f"Processes not started by the benchmark (other programs; a database on this "
+            f"machine other than the benchmark's, an external Redis) kept "
+            f"{sum(others) / capacity:.0%} of the CPUs busy during the runs."
         )
     missing = sum(run["websocket"]["missing"] for run in report["runs"])
     if missing:

@@ -37,7 +37,7 @@ from planner_ui.services.runs import run_approve_plan
 from planner_ui.tools import tool_names
 
 from . import metrics, shapes
-from .cpu import CpuWindow
+from .cpu import CpuWindow, database_server_pid
 from .publish_order import PublishOrder
 from .websocket import Watchers
 
@@ -297,7 +297,7 @@ def run_measure(
     first_live_seq = run.last_event_seq + 1
     published = PublishOrder(run.pk)
     published.start()
-    cpu = CpuWindow({"benchmark": os.getpid(), **stack.pids})
+    cpu = CpuWindow(cpu_roots(stack))
     cpu.start()
     run_approve_plan(run.pk)
     run = run_wait(run.pk, timeout=60 + 20 * ideal_units * max(latency_s, 0.1))
@@ -398,15 +398,26 @@ def run_measure(
     }
 
 
+def cpu_roots(stack: Stack) -> dict[str, int]:
+    """The processes whose CPU a run's figures name: this one, the stack's, and the database
+    server where it runs on this machine (PostgreSQL; SQLite's work is the worker's)."""
+    roots = {"benchmark": os.getpid(), **stack.pids}
+    if (database := database_server_pid()) is not None:
+        roots["database"] = database
+    return roots
+
+
 def _cpu_shares(cpu_used: dict[str, Any], steps: int, messages: int) -> dict[str, float | None]:
-    """The worker's CPU per step, and Daphne's per message it delivered (an event or a live
-    text; an event in a batch frame counts as one)."""
+    """The worker's and the database server's CPU per step, and Daphne's per message it
+    delivered (an event or a live text; an event in a batch frame counts as one)."""
     by_process = cpu_used.get("by_process_s") or {}
     worker = workers_cpu_s(by_process)
+    database = by_process.get("database")
     servers = [used for name, used in by_process.items() if name.startswith("asgi-")]
     daphne = sum(servers) if servers else None
     return {
         "worker_ms_per_step": None if worker is None else round(worker * 1000 / steps, 1),
+        "database_ms_per_step": None if database is None else round(database * 1000 / steps, 1),
         "daphne_us_per_message": (
             round(daphne * 1e6 / messages, 1) if daphne is not None and messages else None
         ),

@@ -21,7 +21,7 @@ from planner_ui.services.runs import run_approve_plan
 
 from . import metrics, shapes
 from .cpu import CpuWindow
-from .scheduler import Stack, scripted_run_create, workers_cpu_s
+from .scheduler import Stack, cpu_roots, scripted_run_create, workers_cpu_s
 from .websocket import Watchers
 
 
@@ -51,7 +51,7 @@ def throughput_measure(
         last_seqs = dict(Run.objects.filter(pk__in=ids).values_list("pk", "last_event_seq"))
         watchers.watch_many(last_seqs, clients)
     rss_watched = sum(_rss_kb(pid) for pid in asgi)
-    cpu = CpuWindow({"benchmark": os.getpid(), **stack.pids})
+    cpu = CpuWindow(cpu_roots(stack))
     cpu.start()
     started = time.monotonic()
     for run_id in ids:
@@ -72,6 +72,7 @@ def throughput_measure(
     failed = Run.objects.filter(pk__in=ids).exclude(status=RunStatus.SUCCEEDED).count()
     steps = count * len(shape.with_synthesis())
     worker = workers_cpu_s(used.get("by_process_s") or {})
+    database = (used.get("by_process_s") or {}).get("database")
     dispatch = _dispatch(ids, slots)
     delivered = metrics.event_latencies(received)
     return {
@@ -94,6 +95,9 @@ def throughput_measure(
         "wall_s": round(wall_s, 3),
         "steps_per_s": round(steps / wall_s, 1),
         "worker_cpu_ms_per_step": None if worker is None else round(worker * 1000 / steps, 1),
+        "database_cpu_ms_per_step": (
+            None if database is None else round(database * 1000 / steps, 1)
+        ),
         "stack_cpu_ms_per_step": (
             None if used["ours_s"] is None else round(used["ours_s"] * 1000 / steps, 1)
         ),
