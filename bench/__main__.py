@@ -64,6 +64,9 @@ DEFINITIONS = {
     "messages carry no time and are not counted. The clients do as the run page with no step "
     "open: they ask for batches (`&batch=1`: events that reach the ASGI server together come "
     "in one frame, frames_per_client) and follow no step's live text (`&text=`)",
+    "floor": "the same DAG as bare Celery tasks on the same Redis and worker settings (the run "
+    "with the median makespan of --repeat); worker_ms_per_step is its worker's CPU (pool "
+    "included) per step: what Celery itself costs a step",
 }
 
 
@@ -385,27 +388,40 @@ def _floor(plans: list, stack: Any, args: argparse.Namespace, slots: int) -> dic
     """The same DAGs as bare Celery tasks on the same Redis, agentsite's processes stopped."""
     from django.conf import settings
 
+    from bench.cpu import CpuWindow
     from bench.floor import floor_run
 
     _say("The raw-Celery floor: the same DAGs as bare tasks on the same Redis ...")
     stack.stop(keep_redis=True)
     stack.start_floor(slots=slots, pool=args.pool, workers=args.workers)
+    workers = {role: pid for role, pid in stack.pids.items() if role.split("-")[0] == "floor"}
     floors = {}
     for plan in plans:
         timeout = 60 + 20 * len(plan.with_synthesis()) * max(args.latency, 0.1)
-        runs = [
-            floor_run(
+        runs = []
+        for _ in range(args.repeat):
+            cpu = CpuWindow(workers)
+            cpu.start()
+            run = floor_run(
                 plan,
                 latency_s=args.latency,
                 slots=slots,
                 redis_url=settings.REDIS_URL,
                 timeout_s=timeout,
             )
-            for _ in range(args.repeat)
-        ]
+            used = cpu.stop()["by_process_s"]
+            steps = len(plan.with_synthesis())
+            # Celery's own cost of a task, beside which agentsite's worker CPU a step is read.
+            run["worker_ms_per_step"] = (
+                round(sum(used.values()) * 1000 / steps, 1) if used else None
+            )
+            runs.append(run)
         chosen = sorted(runs, key=lambda run: run["makespan_s"])[(len(runs) - 1) // 2]
         floors[(plan.name, plan.size)] = chosen
-        _say(f"  floor, {plan.name} of {plan.size}: makespan {chosen['makespan_s']:.2f} s")
+        _say(
+            f"  floor, {plan.name} of {plan.size}: makespan {chosen['makespan_s']:.2f} s, "
+            f"worker CPU {chosen['worker_ms_per_step']} ms a step"
+        )
     return floors
 
 
