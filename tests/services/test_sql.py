@@ -248,52 +248,52 @@ def _other_connection():
     return psycopg.connect(**params, autocommit=True)
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
-@pytest.mark.django_db(transaction=True)
-def test_a_prepared_statement_whose_column_changed_type_is_prepared_again(settings):
-    # A migration that changes a column's type, run from another process while this one
-    # holds the statement prepared: PostgreSQL refuses the old plan ("cached plan must not
-    # change result type") until the statement is prepared again.
+@pytest.fixture
+def probe(settings):
+    """A table of one row, read by a prepared statement; `probe()` changes its column's type
+    from another connection, as a deploy's migration does while workers hold the statement."""
     settings.AGENTSITE_DB_PREPARED = True
     with connection.cursor() as cursor:
         cursor.execute("CREATE TABLE prepared_probe (id integer PRIMARY KEY, amount integer)")
         cursor.execute("INSERT INTO prepared_probe VALUES (1, 7)")
-    statement = "SELECT amount FROM prepared_probe WHERE id = %s"
-    try:
-        assert sql.rows(statement, [1]) == [(7,)]
+
+    def migrate() -> None:
         with _other_connection() as other:
             other.execute("ALTER TABLE prepared_probe ALTER COLUMN amount TYPE numeric(10, 2)")
-        assert sql.rows(statement, [1]) == [(Decimal("7.00"),)]
-        assert sql.rows(statement, [1]) == [(Decimal("7.00"),)]
-    finally:
-        with _other_connection() as other:
-            other.execute("DROP TABLE prepared_probe")
+
+    yield migrate
+    with _other_connection() as other:
+        other.execute("DROP TABLE prepared_probe")
+
+
+_PROBE_READ = "SELECT amount FROM prepared_probe WHERE id = %s"
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
 @pytest.mark.django_db(transaction=True)
-def test_a_transaction_refused_an_old_prepared_statement_goes_again_under_retried(settings):
-    settings.AGENTSITE_DB_PREPARED = True
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE TABLE prepared_probe (id integer PRIMARY KEY, amount integer)")
-        cursor.execute("INSERT INTO prepared_probe VALUES (1, 7)")
-    statement = "SELECT amount FROM prepared_probe WHERE id = %s"
+def test_a_prepared_statement_whose_column_changed_type_is_prepared_again(probe):
+    # PostgreSQL refuses the old plan ("cached plan must not change result type") until the
+    # statement is prepared again.
+    assert sql.rows(_PROBE_READ, [1]) == [(7,)]
+    probe()
+    assert sql.rows(_PROBE_READ, [1]) == [(Decimal("7.00"),)]
+    assert sql.rows(_PROBE_READ, [1]) == [(Decimal("7.00"),)]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
+@pytest.mark.django_db(transaction=True)
+def test_a_transaction_refused_an_old_prepared_statement_goes_again_under_retried(probe):
     tries = []
 
     def attempt() -> list[tuple]:
         with transaction.atomic():
             tries.append(1)
             sql.rows("UPDATE prepared_probe SET amount = amount + 1 WHERE id = %s", [1])
-            return sql.rows(statement, [1])
+            return sql.rows(_PROBE_READ, [1])
 
-    try:
-        assert sql.retried(attempt) == [(8,)]
-        assert len(tries) == 1
-        with _other_connection() as other:
-            other.execute("ALTER TABLE prepared_probe ALTER COLUMN amount TYPE numeric(10, 2)")
-        # The first try's UPDATE was rolled back with it: the amount went up once.
-        assert sql.retried(attempt) == [(Decimal("9.00"),)]
-        assert len(tries) == 3
-    finally:
-        with _other_connection() as other:
-            other.execute("DROP TABLE prepared_probe")
+    assert sql.retried(attempt) == [(8,)]
+    assert len(tries) == 1
+    probe()
+    # The first try's UPDATE was rolled back with it: the amount went up once.
+    assert sql.retried(attempt) == [(Decimal("9.00"),)]
+    assert len(tries) == 3
