@@ -388,7 +388,7 @@ def _floor(plans: list, stack: Any, args: argparse.Namespace, slots: int) -> dic
     """The same DAGs as bare Celery tasks on the same Redis, agentsite's processes stopped."""
     from django.conf import settings
 
-    from bench.cpu import CpuWindow
+    from bench.cpu import CpuWindow, ms_per_step
     from bench.floor import floor_run
 
     _say("The raw-Celery floor: the same DAGs as bare tasks on the same Redis ...")
@@ -397,7 +397,8 @@ def _floor(plans: list, stack: Any, args: argparse.Namespace, slots: int) -> dic
     workers = {role: pid for role, pid in stack.pids.items() if role.split("-")[0] == "floor"}
     floors = {}
     for plan in plans:
-        timeout = 60 + 20 * len(plan.with_synthesis()) * max(args.latency, 0.1)
+        steps = len(plan.with_synthesis())
+        timeout = 60 + 20 * steps * max(args.latency, 0.1)
         runs = []
         for _ in range(args.repeat):
             cpu = CpuWindow(workers)
@@ -410,11 +411,8 @@ def _floor(plans: list, stack: Any, args: argparse.Namespace, slots: int) -> dic
                 timeout_s=timeout,
             )
             used = cpu.stop()["by_process_s"]
-            steps = len(plan.with_synthesis())
             # Celery's own cost of a task, beside which agentsite's worker CPU a step is read.
-            run["worker_ms_per_step"] = (
-                round(sum(used.values()) * 1000 / steps, 1) if used else None
-            )
+            run["worker_ms_per_step"] = ms_per_step(sum(used.values()) if used else None, steps)
             runs.append(run)
         chosen = sorted(runs, key=lambda run: run["makespan_s"])[(len(runs) - 1) // 2]
         floors[(plan.name, plan.size)] = chosen

@@ -21,6 +21,18 @@ def _ticks() -> int:
         return 100
 
 
+def _stat(process: Path) -> list[str]:
+    """The fields of /proc/PID/stat after the command name, from the state on (so `[1]` is
+    the parent, `[11]` the user time): the name may hold spaces and parentheses, so the
+    fields are split after its last ")"."""
+    return (process / "stat").read_text().rpartition(")")[2].split()
+
+
+def ms_per_step(seconds: float | None, steps: int) -> float | None:
+    """CPU seconds as milliseconds a step, rounded as the result files keep them."""
+    return None if seconds is None else round(seconds * 1000 / steps, 1)
+
+
 def machine_busy_s() -> float | None:
     """CPU seconds spent by all cores on anything but idling since boot."""
     try:
@@ -47,8 +59,7 @@ def cpu_by_root(roots: dict[str, int]) -> dict[str, float] | None:
         if not entry.name.isdigit():
             continue
         try:
-            # The command name may hold spaces and parentheses: split after the last ")".
-            rest = (entry / "stat").read_text().rpartition(")")[2].split()
+            rest = _stat(entry)
         except OSError:
             continue  # ended meanwhile
         pid = int(entry.name)
@@ -121,7 +132,6 @@ def database_server_pid() -> int | None:
         # A server in a container of its own numbers its processes apart: check the name.
         if not (_PROC / str(backend) / "cmdline").read_bytes().startswith(b"postgres"):
             return None
-        rest = (_PROC / str(backend) / "stat").read_text().rpartition(")")[2].split()
+        return int(_stat(_PROC / str(backend))[1])
     except OSError:
         return None
-    return int(rest[1])

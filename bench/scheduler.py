@@ -37,7 +37,7 @@ from planner_ui.services.runs import run_approve_plan
 from planner_ui.tools import tool_names
 
 from . import metrics, shapes
-from .cpu import CpuWindow, database_server_pid
+from .cpu import CpuWindow, database_server_pid, ms_per_step
 from .publish_order import PublishOrder
 from .websocket import Watchers
 
@@ -412,12 +412,11 @@ def _cpu_shares(cpu_used: dict[str, Any], steps: int, messages: int) -> dict[str
     delivered (an event or a live text; an event in a batch frame counts as one)."""
     by_process = cpu_used.get("by_process_s") or {}
     worker = workers_cpu_s(by_process)
-    database = by_process.get("database")
     servers = [used for name, used in by_process.items() if name.startswith("asgi-")]
     daphne = sum(servers) if servers else None
     return {
-        "worker_ms_per_step": None if worker is None else round(worker * 1000 / steps, 1),
-        "database_ms_per_step": None if database is None else round(database * 1000 / steps, 1),
+        "worker_ms_per_step": ms_per_step(worker, steps),
+        "database_ms_per_step": ms_per_step(by_process.get("database"), steps),
         "daphne_us_per_message": (
             round(daphne * 1e6 / messages, 1) if daphne is not None and messages else None
         ),

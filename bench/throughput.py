@@ -20,7 +20,7 @@ from planner_ui.models import Run, Step
 from planner_ui.services.runs import run_approve_plan
 
 from . import metrics, shapes
-from .cpu import CpuWindow
+from .cpu import CpuWindow, ms_per_step
 from .scheduler import Stack, cpu_roots, scripted_run_create, workers_cpu_s
 from .websocket import Watchers
 
@@ -71,8 +71,7 @@ def throughput_measure(
         received = watchers.stop()
     failed = Run.objects.filter(pk__in=ids).exclude(status=RunStatus.SUCCEEDED).count()
     steps = count * len(shape.with_synthesis())
-    worker = workers_cpu_s(used.get("by_process_s") or {})
-    database = (used.get("by_process_s") or {}).get("database")
+    by_process = used.get("by_process_s") or {}
     dispatch = _dispatch(ids, slots)
     delivered = metrics.event_latencies(received)
     return {
@@ -94,13 +93,9 @@ def throughput_measure(
         "failed_runs": failed,
         "wall_s": round(wall_s, 3),
         "steps_per_s": round(steps / wall_s, 1),
-        "worker_cpu_ms_per_step": None if worker is None else round(worker * 1000 / steps, 1),
-        "database_cpu_ms_per_step": (
-            None if database is None else round(database * 1000 / steps, 1)
-        ),
-        "stack_cpu_ms_per_step": (
-            None if used["ours_s"] is None else round(used["ours_s"] * 1000 / steps, 1)
-        ),
+        "worker_cpu_ms_per_step": ms_per_step(workers_cpu_s(by_process), steps),
+        "database_cpu_ms_per_step": ms_per_step(by_process.get("database"), steps),
+        "stack_cpu_ms_per_step": ms_per_step(used["ours_s"], steps),
         "cpu": used,
         "run_ids": ids,
     }
