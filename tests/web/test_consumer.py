@@ -166,9 +166,8 @@ async def test_a_gap_that_closed_does_not_shorten_the_wait_for_the_next(make_use
     await ws.disconnect()
 
 
-async def test_a_batch_client_gets_the_events_published_together_in_one_frame_in_order(
-    make_user,
-):
+async def _batched_and_plain(make_user) -> tuple[Run, object, object]:
+    """A run watched by a client that asked for batches and one that did not, both replayed."""
     _, run, cookie = await _setup(make_user)
     batched, connected, _ = await _connect(run.pk, cookie, batch=True)
     assert connected
@@ -176,6 +175,13 @@ async def test_a_batch_client_gets_the_events_published_together_in_one_frame_in
     assert connected
     for ws in (batched, plain):
         assert await _receive_events_until_replay_done(ws) == []
+    return run, batched, plain
+
+
+async def test_a_batch_client_gets_the_events_published_together_in_one_frame_in_order(
+    make_user,
+):
+    run, batched, plain = await _batched_and_plain(make_user)
     events = await _logged_unpublished(run, 1, 2, 3, 4)
 
     # One transaction's events (published in one round trip, one of them out of order), then
@@ -201,13 +207,7 @@ async def test_a_batch_client_gets_events_published_apart_within_the_window_in_o
 ):
     # Two finishes of one layer publish a few milliseconds apart, each in its own round trip.
     settings.AGENTSITE_WS_BATCH_MS = 400
-    _, run, cookie = await _setup(make_user)
-    batched, connected, _ = await _connect(run.pk, cookie, batch=True)
-    assert connected
-    plain, connected, _ = await _connect(run.pk, cookie)
-    assert connected
-    for ws in (batched, plain):
-        assert await _receive_events_until_replay_done(ws) == []
+    run, batched, plain = await _batched_and_plain(make_user)
     events = await _logged_unpublished(run, 1, 2, 3)
 
     _publish(run, events[1])
