@@ -45,9 +45,10 @@ app = Celery("agentsite")
 app.config_from_object(DjangoSettings(), namespace="CELERY")
 app.autodiscover_tasks()
 
-from . import broker_reconnect, worker_log  # noqa: E402,F401 - worker_log connects on import
+from . import broker_client, broker_reconnect, worker_log  # noqa: E402,F401 - worker_log connects on import
 
 broker_reconnect.install()  # a busy worker survives a Redis restart: see that module
+broker_client.install()  # one Redis client per channel for publishing: see that module
 
 
 @worker_ready.connect

@@ -12,9 +12,10 @@ import pytest
 from agentsite import embedded
 from agentsite.celery import app
 from planner_ui.core.evaluation import arm_parse, shipped_suites, suite_load
+from planner_ui.services.broadcast import tasks_send
 from planner_ui.services.evaluations import experiment_create, experiments_advance_running
 from planner_ui.services.handover import sends_pending
-from planner_ui.services.sender import TaskName
+from planner_ui.services.sender import TaskName, TaskSend
 from tests.conftest import wait_until
 from tests.services.conftest import queued_on
 
@@ -62,3 +63,29 @@ def test_the_sweep_s_advance_of_a_running_experiment_refused_is_sent_once_it_ans
     assert experiments_advance_running() == 1  # refused; not raised to the sweep
 
     assert _advances_once_the_queue_answers(queue_socket) == [experiment.pk]
+
+
+def test_tasks_sent_one_batch_after_another_share_one_redis_client(queue_socket):
+    """agentsite.broker_client: kombu built a Redis client (and its table of reply callbacks)
+    for every batch of tasks sent; the channel keeps one until its pool is replaced."""
+    redis_server = embedded.start_redis(queue_socket)
+    try:
+        for step_id in ("s1", "s2"):
+            tasks_send([(TaskSend(TaskName.EXECUTE_STEP, (1, step_id)), _refusal_unexpected)])
+        messages = [json.loads(m) for m in queued_on(queue_socket)]
+        assert sorted(m["headers"]["argsrepr"] for m in messages) == ["(1, 's1')", "(1, 's2')"]
+
+        with app.producer_or_acquire() as producer:
+            channel = producer.channel
+            client = channel._create_client()
+            assert channel._create_client() is client
+            channel._pool = None  # as kombu drops it after a lost connection
+            renewed = channel._create_client()
+            assert renewed is not client and renewed.connection_pool is channel.pool
+            assert renewed.ping()
+    finally:
+        embedded.stop_processes([redis_server])
+
+
+def _refusal_unexpected(exc: Exception) -> None:
+    raise AssertionError(f"the queue refused a task: {exc}")
