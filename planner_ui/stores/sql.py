@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, Literal, TypeVar
 
 import psycopg
@@ -184,15 +184,23 @@ def insert_many(instances: Sequence[models.Model]) -> None:
         _inserted(instance, key)
 
 
+# Worked out once per model: every model call's record and every event's INSERT listed and
+# quoted its columns again.
+@cache
 def _written(
     meta: Options[Any], numbered: models.Field[Any, Any] | None = None
-) -> list[models.Field[Any, Any]]:
+) -> tuple[models.Field[Any, Any], ...]:
     """The fields an INSERT of the model writes: all but its key (and `numbered`, which
     insert_numbered writes apart)."""
-    return [f for f in meta.local_concrete_fields if f is not meta.pk and f is not numbered]
+    return tuple(f for f in meta.local_concrete_fields if f is not meta.pk and f is not numbered)
 
 
 def _columns(fields: Sequence[models.Field[Any, Any]]) -> str:
+    return _quoted(tuple(fields), connection.vendor)
+
+
+@cache
+def _quoted(fields: tuple[models.Field[Any, Any], ...], vendor: str) -> str:
     return ", ".join(connection.ops.quote_name(_column(f)) for f in fields)
 
 

@@ -18,6 +18,9 @@ from .words import STOPWORDS, collapse, excerpt, sentence
 # --- composing Markdown from material ------------------------------------------------------------
 
 
+_HEADING = re.compile(r"^#{1,6}\s*")
+
+
 def digest(text: str, limit: int) -> str:
     """Markdown shortened for quoting: headings become plain lines, fences and blanks go."""
     lines = []
@@ -25,7 +28,7 @@ def digest(text: str, limit: int) -> str:
         stripped = line.strip()
         if not stripped or stripped.startswith("```") or stripped == "---":
             continue
-        lines.append(re.sub(r"^#{1,6}\s*", "", stripped))
+        lines.append(_HEADING.sub("", stripped) if stripped.startswith("#") else stripped)
     joined = "\n".join(lines)
     if len(joined) <= limit:
         return joined
