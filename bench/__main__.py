@@ -49,6 +49,12 @@ DEFINITIONS = {
     "dispatch_queued_to_started": "the rest: the step.queued event to the child's started_at "
     "(commit, broadcasts, enqueue, Celery delivery, claim)",
     "first_dispatch": "per root step: its started_at minus the approval",
+    "critical_path": "the chain of steps that set the makespan (from the step that ended last, "
+    "back through the dependency that ended last): its steps' durations over the latency "
+    "(in_steps_ms), the approval to its first start (first_ms), and the waits before the rest "
+    "after their parent's end, split by how they were claimed: carried on by the parent's "
+    "process inside its finish, or through the queue (a wait for a free slot included). The "
+    "makespan is exactly the latency times steps plus these",
     "model_call": "ModelCall.latency_ms: the simulated latency plus what the provider does "
     "around it (live text flushed to Redis and the watchers every 0.1 s)",
     "cpu": "CPU seconds used during the run (approval to end) by the benchmark's own processes "
@@ -481,7 +487,16 @@ def _progress_line(figures: dict[str, Any]) -> str:
     return (
         f"  {figures['shape']} of {figures['plan_steps']}: makespan {figures['makespan_s']:.2f} s, "
         f"ideal {figures['ideal_makespan_s']:.2f} s; {_held(figures['websocket'])}; "
-        f"{_waits(figures['websocket'])}; {_dispatch(figures)}"
+        f"{_waits(figures['websocket'])}; {_dispatch(figures)}; {_path(figures)}"
+    )
+
+
+def _path(figures: dict[str, Any]) -> str:
+    path = figures["critical_path"]
+    return (
+        f"makespan's chain of {path['steps']} steps: {path['in_steps_ms']} ms in them over the "
+        f"latency, {path['first_ms']} to start, {path['carried_ms']} after {path['carried']} "
+        f"carried on, {path['queued_ms']} after {path['queued']} through the queue"
     )
 
 

@@ -19,6 +19,7 @@ class StepTiming:
     depends_on: list[str]
     started_at: float  # epoch seconds
     finished_at: float
+    carried: bool = False  # claimed by the process that ran a parent, in the parent's finish
 
 
 def percentile(values: Sequence[float], fraction: float) -> float | None:
@@ -83,6 +84,58 @@ def _busiest(steps: Iterable[StepTiming], step: StepTiming, ready_at: float) -> 
     return max(
         sum(1 for other in others if other.started_at <= moment < other.finished_at)
         for moment in moments
+    )
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """The chain of steps that set a run's makespan: from the step that ended last back
+    through, at each step, the dependency that ended last. The makespan is exactly the sum of
+    the chain's step durations and of the waits before each of them, so what the run took over
+    its ideal splits into time spent in the steps beyond the model's latency and time between
+    them (the wait of a step through the queue includes any wait for a free slot)."""
+
+    steps: int
+    in_steps_s: float  # the chain's step durations minus the model's latency
+    first_s: float  # the approval to the chain's first step's start
+    carried: int  # steps of the chain its parent's process carried on to
+    carried_s: float  # their waits after their parent's end
+    queued: int  # steps of the chain that went through the queue
+    queued_s: float
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "steps": self.steps,
+            "in_steps_ms": round(self.in_steps_s * 1000, 1),
+            "first_ms": round(self.first_s * 1000, 1),
+            "carried": self.carried,
+            "carried_ms": round(self.carried_s * 1000, 1),
+            "queued": self.queued,
+            "queued_ms": round(self.queued_s * 1000, 1),
+        }
+
+
+def critical_path(
+    steps: Iterable[StepTiming], approved_at: float, latency_s: float
+) -> CriticalPath:
+    """The makespan's chain (CriticalPath) of a finished run's steps."""
+    by_id = {step.step_id: step for step in steps}
+    current = max(by_id.values(), key=lambda step: step.finished_at)
+    chain = [current]
+    while current.depends_on:
+        current = max((by_id[p] for p in current.depends_on), key=lambda step: step.finished_at)
+        chain.append(current)
+    chain.reverse()
+    carried = [(p, c) for p, c in zip(chain, chain[1:], strict=False) if c.carried]
+    queued = [(p, c) for p, c in zip(chain, chain[1:], strict=False) if not c.carried]
+    return CriticalPath(
+        steps=len(chain),
+        in_steps_s=sum(step.finished_at - step.started_at - latency_s for step in chain),
+        first_s=chain[0].started_at - approved_at,
+        carried=len(carried),
+        carried_s=sum(child.started_at - parent.finished_at for parent, child in carried),
+        queued=len(queued),
+        queued_s=sum(child.started_at - parent.finished_at for parent, child in queued),
     )
 
 

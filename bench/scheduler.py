@@ -312,9 +312,18 @@ def run_measure(
     publish_order = metrics.publish_holds(published.stop())
     publish_delays = metrics.publish_delays(published.published)
 
+    carried = {
+        event.step_id
+        for event in run.events.filter(type="step.started")
+        if event.payload.get("carried_from")
+    }
     steps = [
         metrics.StepTiming(
-            s.step_id, list(s.depends_on), s.started_at.timestamp(), s.finished_at.timestamp()
+            s.step_id,
+            list(s.depends_on),
+            s.started_at.timestamp(),
+            s.finished_at.timestamp(),
+            carried=s.step_id in carried,
         )
         for s in run.steps.all()
     ]
@@ -371,6 +380,7 @@ def run_measure(
         "dispatch_queued_to_claiming": metrics.summary_ms(phases.to_claiming),
         "dispatch_claim_wait": metrics.summary_ms(phases.claim_waits),
         "first_dispatch": metrics.summary_ms(dispatch.after_approval_s),
+        "critical_path": metrics.critical_path(steps, approved_at, latency_s).as_dict(),
         "cpu": {
             **cpu_used,
             **_cpu_shares(

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import json
 
-from bench.metrics import event_latencies, publish_delays, publish_holds
+from bench.metrics import (
+    StepTiming,
+    critical_path,
+    event_latencies,
+    publish_delays,
+    publish_holds,
+)
 
 
 def test_events_published_in_order_are_never_held():
@@ -72,3 +78,26 @@ def test_dispatch_splits_into_the_wait_for_the_write_lock_and_what_came_before()
     assert [round(x * 1000, 3) for x in phases.to_started] == [28.0, 8.0]
     assert [round(x * 1000, 3) for x in phases.claim_waits] == [20.0]
     assert [round(x * 1000, 3) for x in phases.to_claiming] == [8.0]
+
+
+def test_the_makespan_s_chain_follows_the_parent_that_ended_last_and_sums_to_the_makespan():
+    # a -> b (carried on) and a -> c (queued); d waits for both, c ends last; d is queued.
+    steps = [
+        StepTiming("a", [], 1.00, 1.21),
+        StepTiming("b", ["a"], 1.211, 1.42, carried=True),
+        StepTiming("c", ["a"], 1.23, 1.44),
+        StepTiming("d", ["b", "c"], 1.45, 1.66),
+    ]
+    path = critical_path(steps, approved_at=0.99, latency_s=0.2)
+    assert (path.steps, path.carried, path.queued) == (3, 0, 2)  # a, c, d: b is off the chain
+    assert round(path.in_steps_s * 1000) == 30  # 10 + 10 + 10 over the latency
+    assert round(path.first_s * 1000) == 10 and round(path.queued_s * 1000) == 30  # 20 + 10
+    makespan = 1.66 - 0.99
+    assert abs(path.steps * 0.2 + path.in_steps_s + path.first_s + path.queued_s - makespan) < 1e-9
+
+
+def test_a_chain_step_claimed_in_its_parent_s_finish_counts_as_carried_on():
+    steps = [StepTiming("a", [], 0.0, 0.2), StepTiming("b", ["a"], 0.201, 0.4, carried=True)]
+    path = critical_path(steps, approved_at=0.0, latency_s=0.2)
+    assert (path.carried, path.queued, round(path.carried_s * 1000)) == (1, 0, 1)
+    assert path.as_dict()["carried_ms"] == 1.0
