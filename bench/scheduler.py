@@ -312,11 +312,8 @@ def run_measure(
     publish_order = metrics.publish_holds(published.stop())
     publish_delays = metrics.publish_delays(published.published)
 
-    carried = {
-        event.step_id
-        for event in run.events.filter(type="step.started")
-        if event.payload.get("carried_from")
-    }
+    started = list(run.events.filter(type="step.started"))
+    carried = {event.step_id for event in started if event.payload.get("carried_from")}
     steps = [
         metrics.StepTiming(
             s.step_id,
@@ -339,7 +336,7 @@ def run_measure(
     }
     claim_waits = {
         event.step_id: event.payload["waited_ms"] / 1000
-        for event in run.events.filter(type="step.started")
+        for event in started
         if "waited_ms" in event.payload
     }
     phases = metrics.dispatch_phases(steps, queued_at, dispatch.waited_for_slot, claim_waits)

@@ -201,6 +201,7 @@ def _columns(fields: Sequence[models.Field[Any, Any]]) -> str:
 
 @cache
 def _quoted(fields: tuple[models.Field[Any, Any], ...], vendor: str) -> str:
+    """`fields`' columns quoted as `vendor`'s backend quotes names (part of the cache's key)."""
     return ", ".join(connection.ops.quote_name(_column(f)) for f in fields)
 
 
