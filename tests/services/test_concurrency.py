@@ -232,6 +232,24 @@ def test_many_siblings_finishing_at_once_queue_their_join_once_with_every_event_
     assert run.last_event_seq == 9
 
 
+def test_a_shared_finish_numbers_its_events_then_its_childrens_in_one_run_of_seqs(make_user):
+    # a's success readies z and x (queued in the plan's order: z before x) and counts y down.
+    run = running_run(
+        make_user(), [("a", []), ("b", []), ("z", ["a"]), ("y", ["a", "b"]), ("x", ["a"])]
+    )
+    event_append(run.pk, "plan.invalid", {"attempt": 0, "errors": []})  # seq 1: not at 0
+    step_finish(run.pk, "a", outcome=StepOutcome(output="out"))
+    events = list(RunEvent.objects.filter(run=run).values_list("seq", "type", "step_id"))
+    assert [seq for seq, _, _ in events] == list(range(1, len(events) + 1))
+    told = [(t, s) for _, t, s in events[1:]]
+    assert told[-2:] == [("step.queued", "z"), ("step.queued", "x")]
+    assert ("step.succeeded", "a") in told[:-2]
+    run.refresh_from_db()
+    assert run.last_event_seq == len(events)
+    steps = dict(Step.objects.filter(run=run).values_list("step_id", "status"))
+    assert (steps["z"], steps["x"], steps["y"]) == ("queued", "queued", "pending")
+
+
 def test_the_last_two_steps_finishing_at_once_close_the_run_once(make_user):
     run = running_run(make_user(), [("a", []), ("b", [])])
 
