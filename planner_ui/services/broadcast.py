@@ -106,6 +106,7 @@ class AfterCommit:
     def __init__(self) -> None:
         self.tasks: list[tuple[Send, Refused]] = []
         self.messages: list[tuple[str, dict[str, Any]]] = []
+        self.commands: list[Callable[[redis.client.Pipeline], None]] = []
 
     def enqueue(self, send: Send, refused: Refused) -> None:
         self.tasks.append((send, refused))
@@ -116,9 +117,20 @@ class AfterCommit:
     def publish_all(self, messages: Iterable[tuple[str, dict[str, Any]]]) -> None:
         self.messages.extend(messages)
 
+    def along(self, commands: Callable[[redis.client.Pipeline], None]) -> None:
+        """Redis commands for the messages' round trip (ahead of them), once committed."""
+        self.commands.append(commands)
+
     def __call__(self) -> None:
         tasks_send(self.tasks)
-        group_publish(self.messages)
+        group_publish(self.messages, along=self._commands() if self.commands else None)
+
+    def _commands(self) -> Callable[[redis.client.Pipeline], None]:
+        def add(pipe: redis.client.Pipeline) -> None:
+            for commands in self.commands:
+                commands(pipe)
+
+        return add
 
 
 class _Now(AfterCommit):
@@ -129,6 +141,9 @@ class _Now(AfterCommit):
 
     def publish_all(self, messages: Iterable[tuple[str, dict[str, Any]]]) -> None:
         group_publish(messages)
+
+    def along(self, commands: Callable[[redis.client.Pipeline], None]) -> None:
+        group_publish([], along=commands)
 
 
 def after_commit() -> AfterCommit:

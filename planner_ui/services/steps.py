@@ -30,6 +30,7 @@ from planner_ui.stores import sql
 
 from .approvals import approval_find
 from .baselines import is_single_agent
+from .broadcast import after_commit
 from .event_buffer import EventBuffer
 from .events import event_append, events_stored
 from .files import workspace_checkout, workspace_drop
@@ -38,7 +39,7 @@ from .leases import step_heartbeat
 from .mcp import mcp_tool_hold
 from .providers import run_provider
 from .scheduler import Carry, RunChanges, step_resume, step_settled
-from .streaming import live_text_clear, text_broadcaster
+from .streaming import live_text_clear, live_text_forget, text_broadcaster
 
 log = logging.getLogger(__name__)
 
@@ -582,6 +583,9 @@ def step_finish(
                 finished = sql.rows(_FINISH.format(column=column, held=held), params)
             if not finished:
                 return False  # finished already by another delivery of the same task
+            # Its output is stored: its text in flight goes once this commits, in the round
+            # trip that publishes its events (it was a round trip of its own after them).
+            after_commit().along(lambda pipe: live_text_forget(pipe, run_id, step_id))
             ((tokens_in, tokens_out, model_calls, cost, started_at, dependents, *state),) = finished
             if locked_here:
                 run = sql.instance_of(Run, [run_id, *state], fields=_RUN_STATE)
@@ -629,10 +633,7 @@ def step_finish(
 
     # A finish the database rolled back to break a deadlock goes again: left unrecorded, its
     # step would stay running until the sweep took it over and made its calls again.
-    finished = sql.retried(attempt)
-    if finished:
-        # Outside the transaction: its output is stored, and Redis is not worth holding the lock.
-        live_text_clear(run_id, step_id)
+    sql.retried(attempt)
 
 
 def _run_state(run_id: int, *, lock: sql.Lock) -> Run:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from planner_ui.models import Step
 from planner_ui.services.streaming import (
     TextStream,
     live_text_clear,
@@ -66,3 +69,23 @@ def test_the_text_so_far_is_kept_per_step_until_cleared(redis_url) -> None:
     live_text_clear(7001, "draft")
     live_text_clear(7001, "check")
     assert live_text_snapshot(7001) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_finish_forgets_its_steps_text_once_it_commits_and_only_if_it_recorded(
+    redis_url, make_user
+) -> None:
+    from planner_ui.agents.executor import StepOutcome
+    from planner_ui.services.steps import step_finish
+    from tests.services.test_concurrency import running_run
+
+    run = running_run(make_user(), [("a", []), ("b", []), ("c", ["a", "b"])])
+    Step.objects.filter(run=run).update(worker="w1")
+    live_text_save(run.pk, "a", 1, "Tea has")
+    live_text_save(run.pk, "b", 1, "Coffee")
+    # Another worker's finish of a records nothing (w1 holds it) and leaves its text.
+    step_finish(run.pk, "a", outcome=StepOutcome(output="late"), worker="w2")
+    assert [m["step_id"] for m in live_text_snapshot(run.pk)] == ["a", "b"]
+    step_finish(run.pk, "a", outcome=StepOutcome(output="Tea has less"), worker="w1")
+    assert [m["step_id"] for m in live_text_snapshot(run.pk)] == ["b"]
+    assert Step.objects.get(run=run, step_id="a").output == "Tea has less"
