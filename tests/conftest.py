@@ -48,11 +48,24 @@ REDIS_LOG = "redis-test.log"
 
 
 @pytest.fixture(autouse=True)
-def _session_redis(request: pytest.FixtureRequest) -> None:
+def _session_redis(request: pytest.FixtureRequest) -> Iterator[None]:
     """Every test but the pure ones gets the session's Redis, started on first use: the app
-    reaches Redis from many places (events, leases, the sweep) without asking for a fixture."""
-    if not any(request.node.path.is_relative_to(folder) for folder in PURE_TEST_FOLDERS):
-        request.getfixturevalue("redis_url")
+    reaches Redis from many places (events, leases, the sweep) without asking for a fixture.
+
+    After each, the steps' text in flight goes: a finish forgets its step's text once its
+    transaction commits, and a test that runs in a transaction rolled back at its end never
+    commits, while the next test's runs come out of the database with the same ids."""
+    if any(request.node.path.is_relative_to(folder) for folder in PURE_TEST_FOLDERS):
+        yield
+        return
+    request.getfixturevalue("redis_url")
+    yield
+    from planner_ui.stores.redis_store import redis_client, redis_key
+
+    client = redis_client()
+    left = list(client.scan_iter(match=redis_key("live", "*"), count=1000))
+    if left:
+        client.delete(*left)
 
 
 @pytest.fixture(scope="session")

@@ -83,9 +83,14 @@ def test_a_finish_forgets_its_steps_text_once_it_commits_and_only_if_it_recorded
     Step.objects.filter(run=run).update(worker="w1")
     live_text_save(run.pk, "a", 1, "Tea has")
     live_text_save(run.pk, "b", 1, "Coffee")
-    # Another worker's finish of a records nothing (w1 holds it) and leaves its text.
-    step_finish(run.pk, "a", outcome=StepOutcome(output="late"), worker="w2")
-    assert [m["step_id"] for m in live_text_snapshot(run.pk)] == ["a", "b"]
-    step_finish(run.pk, "a", outcome=StepOutcome(output="Tea has less"), worker="w1")
-    assert [m["step_id"] for m in live_text_snapshot(run.pk)] == ["b"]
-    assert Step.objects.get(run=run, step_id="a").output == "Tea has less"
+    try:
+        # Another worker's finish of a records nothing (w1 holds it) and leaves its text.
+        step_finish(run.pk, "a", outcome=StepOutcome(output="late"), worker="w2")
+        assert [m["step_id"] for m in live_text_snapshot(run.pk)] == ["a", "b"]
+        step_finish(run.pk, "a", outcome=StepOutcome(output="Tea has less"), worker="w1")
+        assert [m["step_id"] for m in live_text_snapshot(run.pk)] == ["b"]
+        assert Step.objects.get(run=run, step_id="a").output == "Tea has less"
+    finally:
+        # Run ids come round again in the next tests, Redis's keys stay: leave none behind.
+        live_text_clear(run.pk, "a")
+        live_text_clear(run.pk, "b")
