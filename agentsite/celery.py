@@ -9,6 +9,8 @@ from typing import Any
 from celery import Celery, bootsteps
 from celery.signals import worker_init, worker_process_init, worker_ready
 
+from .heap import heap_freeze
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 
 log = logging.getLogger(__name__)
@@ -110,6 +112,7 @@ def _preload(**_: object) -> None:
     # Connected here, so that it runs after the Django fixup's own handler, which closes the
     # database connections a process inherits.
     worker_process_init.connect(_warm_up, weak=False)
+    heap_freeze()  # before the pool forks: its processes inherit it frozen
 
 
 _WARM_UP_TIMEOUT_S = 1.0
@@ -150,3 +153,4 @@ def _warm_up(**_: object) -> None:
         warm_up()  # Redis, whatever the database did
     except Exception:
         log.warning("could not open the Redis connections ahead", exc_info=True)
+    heap_freeze()  # and what opening them built
