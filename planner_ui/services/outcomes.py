@@ -57,13 +57,15 @@ def run_losses(run: Run, steps: list[Step]) -> list[Loss]:
             kind=Approval.Kind.CALL, state=Approval.State.REJECTED
         ).values_list("step_id", "tool", "reason")
     ]
+    # Only the warnings: the payloads hold each step's output too, and reading them all at the
+    # close of a 1,000-step run took 29 ms of CPU with the run's row locked.
     losses += [
         Loss(LossKind.DOUBTED, step_id, detail=warning)
-        for step_id, payload in run.events.filter(type=EventType.STEP_SUCCEEDED).values_list(
-            "step_id", "payload"
-        )
+        for step_id, warnings in run.events.filter(
+            type=EventType.STEP_SUCCEEDED, payload__has_key="warnings"
+        ).values_list("step_id", "payload__warnings")
         if step_id in succeeded
-        for warning in payload.get("warnings", ())
+        for warning in warnings or ()
     ]
     losses += [
         Loss(LossKind.UNKNOWN, step_id, tool=tool)

@@ -101,3 +101,25 @@ def test_a_retry_clears_the_outcome_until_the_run_finishes_again(make_user):
     run = drive(run)
     # The rejection still stands: the run finishes with the same warning.
     assert run.outcome == RunOutcome.SUCCEEDED_WITH_WARNINGS
+
+
+@pytest.mark.database
+def test_a_result_with_a_warning_stands_in_doubt_and_outputs_alone_say_nothing(make_user):
+    from planner_ui.agents.executor import StepOutcome
+    from planner_ui.services.steps import step_finish
+
+    from .test_concurrency import running_run
+
+    run = running_run(make_user(), [("a", []), ("b", [])])
+    # A warning in a step's output is not one: only the payload's warnings count.
+    step_finish(run.pk, "a", outcome=StepOutcome(output='{"warnings": ["not one"]}'))
+    step_finish(
+        run.pk,
+        "b",
+        outcome=StepOutcome(output="675", warnings=["its figures are in doubt: 675"]),
+    )
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED
+    assert run.outcome == RunOutcome.SUCCEEDED_WITH_WARNINGS
+    assert run.outcome_reason == "Its figures are in doubt: 675"
+    assert run.warnings == ["step 'b': its figures are in doubt: 675"]
