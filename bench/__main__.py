@@ -55,6 +55,8 @@ DEFINITIONS = {
     "after their parent's end, split by how they were claimed: carried on by the parent's "
     "process inside its finish, or through the queue (a wait for a free slot included). The "
     "makespan is exactly the latency times steps plus these",
+    "steps": "each step as [step_id, started_ms, finished_ms, carried], milliseconds after the "
+    "approval, in the order they started (carried: claimed in its parent's finish)",
     "model_call": "ModelCall.latency_ms: the simulated latency plus what the provider does "
     "around it (live text flushed to Redis and the watchers every 0.1 s)",
     "cpu": "CPU seconds used during the run (approval to end) by the benchmark's own processes "

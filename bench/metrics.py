@@ -139,6 +139,20 @@ def critical_path(
     )
 
 
+def timeline(steps: Iterable[StepTiming], approved_at: float) -> list[list[Any]]:
+    """Each step as [step_id, started, finished, carried], in milliseconds after the approval,
+    in the order they started: what a run's waves and bursts are read from afterwards."""
+    return [
+        [
+            step.step_id,
+            round((step.started_at - approved_at) * 1000, 1),
+            round((step.finished_at - approved_at) * 1000, 1),
+            step.carried,
+        ]
+        for step in sorted(steps, key=lambda step: (step.started_at, step.step_id))
+    ]
+
+
 @dataclass
 class Phases:
     to_queued: list[float]  # the last parent's end -> the child's step.queued

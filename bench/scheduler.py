@@ -378,6 +378,7 @@ def run_measure(
         "dispatch_claim_wait": metrics.summary_ms(phases.claim_waits),
         "first_dispatch": metrics.summary_ms(dispatch.after_approval_s),
         "critical_path": metrics.critical_path(steps, approved_at, latency_s).as_dict(),
+        "steps": metrics.timeline(steps, approved_at),
         "cpu": {
             **cpu_used,
             **_cpu_shares(

@@ -10,6 +10,7 @@ from bench.metrics import (
     event_latencies,
     publish_delays,
     publish_holds,
+    timeline,
 )
 
 
@@ -101,3 +102,18 @@ def test_a_chain_step_claimed_in_its_parent_s_finish_counts_as_carried_on():
     path = critical_path(steps, approved_at=0.0, latency_s=0.2)
     assert (path.carried, path.queued, round(path.carried_s * 1000)) == (1, 0, 1)
     assert path.as_dict()["carried_ms"] == 1.0
+
+
+def test_the_timeline_lists_steps_in_the_order_they_started_after_the_approval():
+    steps = [
+        StepTiming("join", ["b", "a"], 10.5004, 10.7),
+        StepTiming("b", [], 10.02, 10.23),
+        StepTiming("a", [], 10.01, 10.25, carried=False),
+        StepTiming("c", ["a"], 10.2512, 10.46, carried=True),
+    ]
+    assert timeline(steps, approved_at=10.0) == [
+        ["a", 10.0, 250.0, False],
+        ["b", 20.0, 230.0, False],
+        ["c", 251.2, 460.0, True],
+        ["join", 500.4, 700.0, False],
+    ]
