@@ -244,7 +244,9 @@ class StepQuerySet(models.QuerySet["Step"]):
 
 
 class Step(models.Model):
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    # Not indexed alone: step_id_unique_in_run (run, step_id) starts with it, and serves
+    # the run's lookups (migration 0029).
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps", db_index=False)
     step_id = models.CharField(max_length=40)
     position = models.PositiveIntegerField(default=0)
     title = models.CharField(max_length=120)
@@ -315,7 +317,9 @@ class Step(models.Model):
 
 
 class RunEvent(models.Model):
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    # Not indexed alone: event_seq_unique (run, seq) starts with it, and serves the run's lookups
+    # (migration 0029).
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveBigIntegerField()
     type = models.CharField(max_length=40)
     step_id = models.CharField(max_length=40, blank=True)
@@ -380,7 +384,9 @@ class PlanProposal(models.Model):
 class ModelCall(models.Model):
     """One call to a model, as the provider reported it: the ground truth of the accounting."""
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="calls")
+    # Not indexed alone: the (run, role) index starts with it, and serves the run's lookups
+    # (migration 0029).
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="calls", db_index=False)
     # Blank for the planner, which serves the run rather than one step.
     step_id = models.CharField(max_length=40, blank=True)
     purpose = models.CharField(max_length=60)
