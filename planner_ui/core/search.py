@@ -97,5 +97,16 @@ def plan_text(task: str, plan: Mapping[str, Any] | None) -> str:
 
 
 def outputs_text(outputs: Iterable[str], result: str) -> str:
-    """What else a run is found by in the history: its steps' outputs and its deliverable."""
-    return "\n".join([*(o for o in outputs if o), result])[:MAX_DOCUMENT_CHARS]
+    """What else a run is found by in the history: its steps' outputs and its deliverable,
+    each line once. A deliverable quotes its steps and a step its parents: a line met before
+    finds nothing more, and the database would tokenize it again for the index and for every
+    ranking (at a run's close, with its row locked: 35 ms for a 32-step plan's 90 KB)."""
+    seen: set[str] = set()
+    lines = []
+    for text in [*outputs, result]:
+        for line in text.splitlines():
+            line = line.strip()
+            if line and line not in seen:
+                seen.add(line)
+                lines.append(line)
+    return "\n".join(lines)[:MAX_DOCUMENT_CHARS]
