@@ -6,17 +6,13 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from tests.migration_graph import around
+
 
 @pytest.mark.django_db(transaction=True)
 def test_existing_runs_allow_the_hosts_their_task_names() -> None:
+    target, before, leaves = around("_allowed_hosts")
     executor = MigrationExecutor(connection)
-    graph = executor.loader.graph
-    # Found by name, so the test survives the renumbering of migrations at merge time.
-    target = next(
-        key for key in graph.nodes if key[0] == "planner_ui" and key[1].endswith("_allowed_hosts")
-    )
-    before = next(p.key for p in graph.node_map[target].parents if p.key[0] == "planner_ui")
-    leaves = graph.leaf_nodes()
     try:
         executor.migrate([before])
         old = executor.loader.project_state([before]).apps

@@ -10,19 +10,14 @@ from django.db.migrations.executor import MigrationExecutor
 
 from planner_ui.models import SearchDocument
 from planner_ui.selectors.search import matching
+from tests.migration_graph import around
 
 
 @pytest.mark.database
 @pytest.mark.django_db(transaction=True)
 def test_what_was_there_before_is_indexed() -> None:
+    target, before, leaves = around("_plan_library")
     executor = MigrationExecutor(connection)
-    graph = executor.loader.graph
-    # Found by name, so the test survives the renumbering of migrations at merge time.
-    target = next(
-        key for key in graph.nodes if key[0] == "planner_ui" and key[1].endswith("_plan_library")
-    )
-    before = next(p.key for p in graph.node_map[target].parents if p.key[0] == "planner_ui")
-    leaves = graph.leaf_nodes()
     try:
         executor.migrate([before])
         old = executor.loader.project_state([before]).apps

@@ -8,6 +8,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from tests.migration_graph import around
+
 TABLES = ("planner_ui_runevent", "planner_ui_step", "planner_ui_modelcall")
 
 
@@ -30,16 +32,8 @@ def _indexes_on_run_id() -> dict[str, list[list[str]]]:
 @pytest.mark.database
 @pytest.mark.django_db(transaction=True)
 def test_the_run_id_indexes_a_composite_one_covers_go_and_come_back() -> None:
+    target, before, leaves = around("_run_indexes_covered")
     executor = MigrationExecutor(connection)
-    graph = executor.loader.graph
-    # Found by name, so the test survives the renumbering of migrations at merge time.
-    target = next(
-        key
-        for key in graph.nodes
-        if key[0] == "planner_ui" and key[1].endswith("_run_indexes_covered")
-    )
-    before = next(p.key for p in graph.node_map[target].parents if p.key[0] == "planner_ui")
-    leaves = graph.leaf_nodes()
     covered = {
         "planner_ui_runevent": [["run_id", "seq"]],
         "planner_ui_step": [["run_id", "step_id"]],
