@@ -6,7 +6,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentsite.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs Django set up)
-from django.urls import get_resolver  # noqa: E402
 
 from agentsite.heap import heap_freeze  # noqa: E402
 from agentsite.origins import ExactOriginValidator  # noqa: E402
@@ -23,6 +22,4 @@ application = ProtocolTypeRouter(
     }
 )
 
-# The views, imported by the first request otherwise, are loaded now and frozen with the rest.
-_views = get_resolver().url_patterns
-heap_freeze()
+heap_freeze(views=True)

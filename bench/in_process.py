@@ -16,15 +16,13 @@ def app_in_process() -> Iterator[None]:
 
     django_setup()
     from django.conf import settings
-    from django.urls import get_resolver
 
     from agentsite import embedded
     from agentsite.heap import heap_freeze
     from bench.scheduler import refuse_other_workers
 
     # The processes these stand for froze their heap once the app was loaded (agentsite.heap).
-    _views = get_resolver().url_patterns
-    heap_freeze()
+    heap_freeze(views=True)
     redis = None
     if settings.REDIS_IS_EMBEDDED:
         redis = embedded.start_redis(

@@ -123,14 +123,11 @@ class AfterCommit:
 
     def __call__(self) -> None:
         tasks_send(self.tasks)
-        group_publish(self.messages, along=self._commands() if self.commands else None)
+        group_publish(self.messages, along=self._along if self.commands else None)
 
-    def _commands(self) -> Callable[[redis.client.Pipeline], None]:
-        def add(pipe: redis.client.Pipeline) -> None:
-            for commands in self.commands:
-                commands(pipe)
-
-        return add
+    def _along(self, pipe: redis.client.Pipeline) -> None:
+        for commands in self.commands:
+            commands(pipe)
 
 
 class _Now(AfterCommit):
