@@ -2,11 +2,12 @@
 
 For each size, a layered plan of that many steps is made as the benchmark's runs are (scripted,
 the offline model), and its pages are fetched in this process through Django's test client, as
-the run's owner: the plan editor while it awaits approval, then, once every step has run here
-(`step_execute`, as bench.step_cpu does), the run page, its step cards, timeline, plan JSON and
-the API's run, events and report. For each page: the server's time (median of `--repeat`), the
-response's size and its database statements. Statements must not grow with the plan (a query
-per step is the classic way a page dies at 1,000 steps); time and size grow at most linearly.
+the run's owner: the plan editor while it awaits approval and what opening one step's editor
+fetches, then, once every step has run here (`step_execute`, as bench.step_cpu does), the run
+page, its step cards, timeline, plan JSON and the API's run, events and report. For each page:
+the server's time (median of `--repeat`), the response's size and its database statements.
+Statements must not grow with the plan (a query per step is the classic way a page dies at 1,000
+steps); time and size grow at most linearly.
 Run it on SQLite and with DATABASE_URL on PostgreSQL."""
 
 from __future__ import annotations
@@ -60,12 +61,12 @@ def _measure(size: int, width: int, repeat: int) -> list[tuple[int, str, float, 
     run = scripted_run_create(user, shape)
     measured = []
 
-    def fetch(page: str, url: str) -> None:
+    def fetch(page: str, url: str, **headers: str) -> None:
         times, body, statements = [], b"", 0
         for _ in range(repeat + 1):  # the first warms caches up and is not counted
             with CaptureQueriesContext(connection) as queries:
                 started = time.perf_counter()
-                response = client.get(url, HTTP_AUTHORIZATION=f"Bearer {raw}")
+                response = client.get(url, HTTP_AUTHORIZATION=f"Bearer {raw}", **headers)
                 elapsed = time.perf_counter() - started
             if response.status_code != 200:
                 raise SystemExit(f"{url}: {response.status_code}")
@@ -76,6 +77,10 @@ def _measure(size: int, width: int, repeat: int) -> list[tuple[int, str, float, 
 
     try:
         fetch("plan editor (awaiting)", reverse("run_detail", args=[run.pk]))
+        # What opening one step's editor fetches (its forms are not in the page).
+        middle = shape.plan()["steps"][size // 2]["id"]
+        editor = reverse("step_editor", args=[run.pk, middle])
+        fetch("a step's edit forms", editor, HTTP_HX_REQUEST="true")
         run_approve_plan(run.pk)
         while ready := list(
             Step.objects.filter(run_id=run.pk, status=StepStatus.QUEUED).values_list(

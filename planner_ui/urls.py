@@ -23,6 +23,11 @@ urlpatterns = [
     path("runs/new/from/<int:run_id>/", runs.run_new_from, name="run_new_from"),
     path("runs/<int:run_id>/", runs.run_detail, name="run_detail"),
     path("runs/<int:run_id>/steps/", runs.run_step_cards, name="run_step_cards"),
+    path(
+        "runs/<int:run_id>/steps/<slug:step_id>/editor/",
+        runs.step_editor,
+        name="step_editor",
+    ),
     path("runs/<int:run_id>/timeline/", report.run_timeline_part, name="run_timeline"),
     path(
         "runs/<int:run_id>/report.<str:kind>",

@@ -38,9 +38,10 @@ class StepCard(StepRecord, TemplateRow):
     # What it is estimated to use (estimate_note), written out once in Python: as template
     # tags it was a tenth of the cards' render at 1,000 steps.
     estimate_note: str
-    # Where its retry and fork forms post.
+    # Where its retry and fork forms post, and where its edit forms come from (step_editor).
     retry_url: str
     fork_url: str
+    editor_url: str
     # Its worker stopped refreshing the heartbeat: the sweep hands the step to another.
     worker_lost: bool
 
@@ -52,7 +53,7 @@ _STATUS_LABELS = dict(Step._meta.get_field("status").flatchoices)
 
 def step_card(step: Step, **offers: Any) -> StepCard:
     """The card of `step`, with what the page worked out for it (`offers`: calls, approvals,
-    output_long, editable, locked_reason, retryable, forkable, retry_url, fork_url,
+    output_long, editable, locked_reason, retryable, forkable, retry_url, fork_url, editor_url,
     worker_lost, estimate_note)."""
     return StepCard(
         **record_fields(step),

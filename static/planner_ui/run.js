@@ -49,10 +49,13 @@
     el.addEventListener("plangraph:delete", (e) => {
       const card = openStep(e.detail.stepId, {focusPanel: false});
       const editor = card && card.querySelector("details.step-editor");
-      const remove = editor && editor.querySelector("input[name=op][value=delete]");
-      if (!remove) { if (card) focusPanel(card); return; }
+      if (!editor) { if (card) focusPanel(card); return; }
       editor.open = true;
-      remove.form.querySelector("button[type=submit]").focus();
+      editorReady(editor).then(() => {
+        const remove = editor.querySelector("input[name=op][value=delete]");
+        if (remove) remove.form.querySelector("button[type=submit]").focus();
+        else focusPanel(card);
+      });
     });
   }
 
@@ -253,13 +256,25 @@
   function restoreOpenParts() {
     const main = document.getElementById("run-main");
     if (!main || !kept) return;
-    main.querySelectorAll("details").forEach((d) => { if (kept.open.has(partKey(d))) d.open = true; });
+    const was = kept;
+    kept = null;
+    const loading = [];
+    main.querySelectorAll("details").forEach((d) => {
+      if (!was.open.has(partKey(d))) return;
+      d.open = true;
+      if (d.classList.contains("step-editor")) loading.push(editorReady(d));
+    });
+    restoreValues(main, was);
+    // A step's editor fetches its forms again: what was typed in them goes back once they come.
+    if (loading.length) Promise.all(loading).then(() => restoreValues(main, was));
+  }
+  // Each value and the focus go back once, so a second pass cannot undo typing since the first.
+  function restoreValues(main, was) {
     main.querySelectorAll("textarea, input[type=text], input[type=number]").forEach((f) => {
       const key = partKey(f);
-      if (kept.values.has(key)) f.value = kept.values.get(key);
-      if (kept.focus === key) f.focus();
+      if (was.values.has(key)) { f.value = was.values.get(key); was.values.delete(key); }
+      if (was.focus === key) { f.focus(); was.focus = null; }
     });
-    kept = null;
   }
   document.body.addEventListener("htmx:afterSwap", (e) => {
     if (!(e.detail.target && e.detail.target.id === "run-main")) return;
@@ -556,21 +571,24 @@
     };
   }
 
-  // A step editor's "Run after" list: the add-step form's options, but for the step itself and
-  // its inputs, copied in when the editor opens (sent once per step, the page grew as the
-  // square of the plan). `toggle` does not bubble: caught on its way down.
+  // A step's edit forms come when its editor first opens (views.runs.step_editor): sent inside
+  // every card, they were three quarters of a 1,000-step plan's page. Resolves once they are
+  // in; until they come, the editor holds a link to them on a page of their own. Settled at
+  // once (settle:0ms), so the forms are htmx's before anyone can press them.
+  function editorReady(editor) {
+    const body = editor.querySelector(".step-editor-body[data-src]");
+    if (!body) return Promise.resolve();
+    if (!editor.loading) {
+      const done = () => { editor.loading = null; };
+      editor.loading = htmx.ajax("GET", body.dataset.src, {source: editor, target: body, swap: "innerHTML settle:0ms"})
+        .then(() => { if (body.querySelector("form, .locked-reason")) body.removeAttribute("data-src"); done(); }, done);
+    }
+    return editor.loading;
+  }
+  // `toggle` does not bubble: caught on its way down.
   document.addEventListener("toggle", (e) => {
     const editor = e.target;
-    if (!(editor instanceof HTMLDetailsElement) || !editor.open) return;
-    editor.querySelectorAll("select[data-options-from]").forEach((select) => {
-      if (select.options.length) return;
-      const source = document.getElementById(select.dataset.optionsFrom);
-      if (!source) return;
-      const except = new Set((select.dataset.optionsExcept || "").split(" "));
-      for (const option of source.options) {
-        if (!except.has(option.value)) select.add(new Option(option.textContent, option.value));
-      }
-    });
+    if (editor instanceof HTMLDetailsElement && editor.open && editor.classList.contains("step-editor")) editorReady(editor);
   }, true);
 
   readRenderedSeq();

@@ -194,3 +194,39 @@ def test_a_sixty_step_plan_stays_readable(page, daphne_url, celery_worker_proces
     layers = page.evaluate("""() => new Set(window.planGraph.cy.nodes().map(
         (n) => Math.round(n.position().x))).size""")
     assert layers == 7  # laid out left to right, one column per layer
+
+
+def test_a_step_editor_keeps_what_was_typed_when_another_tab_changes_the_plan(
+    page, daphne_url, celery_worker_process, make_user
+):
+    """A step's forms are fetched when its editor opens; a live refresh fetches them again, for
+    the new version, and puts back what the person had typed but not saved."""
+    from planner_ui.core.edits import UpdateStep
+    from planner_ui.services.plans import plan_edit
+
+    make_user("fay", "pw-for-tests-5")
+    login(page, daphne_url, "fay", "pw-for-tests-5")
+    submit_task(page, "Research the history of tea, then write a short summary")
+    open_step(page, "write-short-summary")
+    card = page.locator("#step-write-short-summary")
+    card.locator("summary", has_text="Edit step").click()
+    card.get_by_label("Title").fill("Typed, not saved")
+    expect(card.locator("input[name=base_version]").first).to_have_value("1")
+
+    run = Run.objects.get()
+    plan_edit(
+        run_id=run.pk,
+        base_version=1,
+        edit=UpdateStep("research-history-tea", title="Renamed in another tab"),
+    )
+    expect(page.locator("#step-research-history-tea .step-title")).to_have_text(
+        "Renamed in another tab"
+    )
+    card = page.locator("#step-write-short-summary")
+    expect(card.locator("details.step-editor")).to_have_attribute("open", "")
+    expect(card.locator("input[name=base_version]").first).to_have_value("2")
+    expect(card.get_by_label("Title")).to_have_value("Typed, not saved")
+    card.get_by_role("button", name="Save step").click()
+    expect(page.locator("#plan-notice")).to_contain_text("Saved version 3")
+    assert run.steps.get(step_id="write-short-summary").title == "Typed, not saved"
+    assert page.js_errors == []

@@ -96,6 +96,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "runs/new/from/<int:run_id>/": (OWNED, "Run (the plan to start from)"),
     "runs/<int:run_id>/": (OWNED, "Run"),
     "runs/<int:run_id>/steps/": (OWNED, "Run's steps"),
+    "runs/<int:run_id>/steps/<slug:step_id>/editor/": (OWNED, "Step (its edit forms)"),
     "runs/<int:run_id>/timeline/": (OWNED, "Run's events"),
     "runs/<int:run_id>/report.<str:kind>": (OWNED, "Run's report"),
     "runs/<int:run_id>/files/<path:path>": (OWNED, "RunFile"),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
 from planner_ui.models import Run
-from planner_ui.services.runs import run_plan
+from planner_ui.services.runs import run_cancel, run_plan
 
 pytestmark = pytest.mark.django_db
 
@@ -29,11 +30,72 @@ def change(client, run, htmx=True, **data):
     return client.post(reverse("plan_change", args=[run.pk]), data, **headers)
 
 
+def editor_urls(body: str) -> list[str]:
+    return re.findall(r'class="step-editor-body" data-src="([^"]+)"', body)
+
+
 def test_the_page_offers_edit_forms_before_approval(client_alice, run):
     body = client_alice.get(reverse("run_detail", args=[run.pk])).content.decode()
-    assert body.count('name="op" value="update"') == 2  # not for the synthesizer
-    assert 'name="op" value="add"' in body and 'name="op" value="delete"' in body
-    assert 'name="version" value="1"' in body
+    # Each step's editor says where its forms come from when it opens; not the synthesizer's.
+    assert sorted(editor_urls(body)) == [
+        reverse("step_editor", args=[run.pk, "research-history-tea"]),
+        reverse("step_editor", args=[run.pk, "write-short-summary"]),
+    ]
+    assert 'name="op" value="add"' in body and 'name="version" value="1"' in body
+    forms = client_alice.get(editor_urls(body)[0], HTTP_HX_REQUEST="true")
+    assert forms.status_code == 200 and "<html" not in forms.content.decode()
+    for op in ("update", "add_dependency", "delete"):
+        assert f'name="op" value="{op}"' in forms.content.decode()
+    assert 'name="base_version" value="1"' in forms.content.decode()
+
+
+def test_a_steps_forms_show_its_plan_and_offer_only_new_dependencies(client_alice, run):
+    change(client_alice, run, op="update", step_id="write-short-summary", title="A <b>haiku</b>")
+    url = reverse("step_editor", args=[run.pk, "write-short-summary"])
+    forms = client_alice.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert 'value="A &lt;b&gt;haiku&lt;/b&gt;"' in forms and "<b>" not in forms
+    assert 'name="base_version" value="2"' in forms  # the version it shows, not the page's
+    # It runs after the research already: nothing is left to add, and that form is not sent.
+    assert 'value="add_dependency"' not in forms
+    assert 'aria-label="Remove dependency research-history-tea → write-short-summary"' in forms
+    # The research may be put after the summary: the cycle is refused when it is posted.
+    url = reverse("step_editor", args=[run.pk, "research-history-tea"])
+    forms = client_alice.get(url, HTTP_HX_REQUEST="true").content.decode()
+    options = re.search(r'<select id="dep-research-history-tea".*?</select>', forms, re.S)
+    assert options and re.findall(r'<option value="([^"]+)">', options.group()) == [
+        "write-short-summary"
+    ]
+
+
+def test_without_script_a_steps_forms_are_a_page_of_their_own_that_posts_plainly(client_alice, run):
+    url = reverse("step_editor", args=[run.pk, "write-short-summary"])
+    page = client_alice.get(url).content.decode()
+    assert "<html" in page and 'id="step-editor" hx-disable' in page
+    assert f'href="{reverse("run_detail", args=[run.pk])}"' in page
+    response = change(
+        client_alice, run, htmx=False, op="update", step_id="write-short-summary", title="Plain"
+    )
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "run_detail", args=[run.pk]
+    )
+
+
+def test_a_step_that_may_not_change_says_why_instead_of_offering_forms(client_alice, run):
+    synthesizer = run.steps.get(role="synthesizer").step_id
+    response = client_alice.get(
+        reverse("step_editor", args=[run.pk, synthesizer]), HTTP_HX_REQUEST="true"
+    )
+    assert response.status_code == 200
+    assert "The synthesizer&#x27;s step is not edited" in response.content.decode()
+    run_cancel(run.pk, run.owner)
+    response = client_alice.get(
+        reverse("step_editor", args=[run.pk, "write-short-summary"]), HTTP_HX_REQUEST="true"
+    )
+    body = response.content.decode()
+    assert response.status_code == 200 and "<form" not in body
+    assert "its plan can no longer be changed" in body
+    missing = reverse("step_editor", args=[run.pk, "no-such-step"])
+    assert client_alice.get(missing, HTTP_HX_REQUEST="true").status_code == 404
 
 
 def test_rename_via_htmx_returns_the_fragment_with_the_outcome(client_alice, run):
@@ -205,13 +267,14 @@ def _page_with_steps(client, alice, count: int) -> str:
 
 
 def test_the_editor_page_grows_with_the_plan_not_with_its_square(client_alice, alice):
-    # Each step's "Run after" list is filled in the browser from the add-step form's, once its
-    # editor opens: sent with every step, it made 2.6 MB of a 200-step plan's page.
+    # A step's forms come when its editor opens, its "Run after" list with them: sent with
+    # every step, the lists made 2.6 MB of a 200-step plan's page, and the forms 5 of 6.7 MB
+    # of a 1,000-step plan's.
     small, large = (
         _page_with_steps(client_alice, alice, 5),
         _page_with_steps(client_alice, alice, 20),
     )
     assert small.count("<option") > 5 and large.count("<option") > 20
     assert large.count("<option") < 4.5 * small.count("<option")
-    assert 'data-options-from="new-deps"' in large
+    assert len(editor_urls(large)) == 20 and 'name="op" value="update"' not in large
     assert 'action=""' not in large and 'hx-post=""' not in large  # every form posts its change

@@ -97,8 +97,12 @@ def test_a_refreshed_editable_card_edits_the_version_the_page_edits(client_alice
         reverse("run_step_cards", args=[run.pk]), {"steps": step.step_id}
     ).content.decode()
     refreshed = _card(cards, step.step_id).replace(' hx-swap-oob="true"', "")
-    assert 'name="base_version" value="1"' in refreshed
     assert refreshed == _card(page, step.step_id)
+    # Its forms come when its editor opens, and say the version they change.
+    editor = reverse("step_editor", args=[run.pk, step.step_id])
+    assert f'data-src="{editor}"' in refreshed
+    forms = client_alice.get(editor, HTTP_HX_REQUEST="true").content.decode()
+    assert 'name="base_version" value="1"' in forms
 
 
 def test_another_users_cards_are_a_404(client_alice, make_user) -> None:
