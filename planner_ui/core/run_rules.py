@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from . import dag
-from .plan import SYNTHESIS_STEP_ID
+from .plan import SYNTHESIS_STEP_ID, SYNTHESIZER_ROLE
 from .status import (
     FINISHED_STEP_STATUSES,
     TERMINAL_RUN_STATUSES,
@@ -71,6 +71,15 @@ def step_change_refusal(status: str) -> str | None:
     if status == StepStatus.PENDING:
         return None
     return f"{_STARTED[StepStatus(status)]}; only steps that have not started change"
+
+
+def step_edit_refusal(role: str, status: str) -> str | None:
+    """Of a plan that may change, why a person may not edit this step by hand (None: they
+    may): the synthesizer's step is the run's, not the plan's, and only the steps that have
+    not started change. The step's card and its edit forms both ask here."""
+    if role == SYNTHESIZER_ROLE:
+        return "The synthesizer's step is not edited: it assembles what the others made."
+    return step_change_refusal(status)
 
 
 # --- going back: retry and fork --------------------------------------------------------------

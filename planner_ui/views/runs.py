@@ -48,7 +48,7 @@ from planner_ui.core.run_rules import (
     plan_change_refusal,
     resume_refusal,
     retry_refusal,
-    step_change_refusal,
+    step_edit_refusal,
     step_retry_refusal,
 )
 from planner_ui.core.status import (
@@ -512,8 +512,9 @@ def _cards_context(
     editor_url = _step_url("step_editor", run.pk)
     cards = []
     for step in steps:
-        locked = step_change_refusal(step.status)
+        locked = step_edit_refusal(step.role, step.status)
         locked_reason = ""
+        # The synthesizer's card says nothing of edits: it never offered any.
         if editable and locked and step.role != "synthesizer":
             locked_reason = (
                 f"its output was reused from run {step.reused_from_id}"
@@ -527,7 +528,7 @@ def _cards_context(
             output_long=(
                 step.output.count("\n") >= OUTPUT_FOLD_LINES or len(step.output) > OUTPUT_FOLD_CHARS
             ),
-            editable=editable and locked is None and step.role != "synthesizer",
+            editable=editable and locked is None,
             locked_reason=locked_reason,
             retryable=retries and step_retry_refusal(step.step_id, step.status) is None,
             forkable=forks and step.step_id in forkable,
@@ -591,9 +592,7 @@ def step_editor(request: SignedInRequest, run_id: int, step_id: str) -> HttpResp
     A step that may no longer change says why instead (the run went on since the page came)."""
     run = run_get_for_user(request.user, run_id)
     step = get_object_or_404(run.steps, step_id=step_id)
-    refusal = plan_change_refusal(run) or step_change_refusal(step.status)
-    if refusal is None and step.role == "synthesizer":
-        refusal = "The synthesizer's step is not edited: it assembles what the others made."
+    refusal = plan_change_refusal(run) or step_edit_refusal(step.role, step.status)
     # Read after the step, as run_step_cards does: the forms then say a version no older
     # than the step they show, and an edit made in between is refused as a conflict.
     current_version = run.plan_versions.order_by("number").last()

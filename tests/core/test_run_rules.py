@@ -20,6 +20,7 @@ from planner_ui.core.run_rules import (
     resume_refusal,
     retry_refusal,
     step_change_refusal,
+    step_edit_refusal,
     step_retry_refusal,
 )
 from planner_ui.core.status import RunStatus, StepStatus, status_label
@@ -103,6 +104,14 @@ def test_only_a_step_that_has_not_started_changes() -> None:
         "it waits for a person; only steps that have not started change"
     )
     assert all(step_change_refusal(s) for s in StepStatus if s != StepStatus.PENDING)
+
+
+def test_the_synthesizers_step_is_never_edited_by_hand_and_others_as_they_change() -> None:
+    assert step_edit_refusal("synthesizer", StepStatus.PENDING) == (
+        "The synthesizer's step is not edited: it assembles what the others made."
+    )
+    for status in StepStatus:
+        assert step_edit_refusal("writer", status) == step_change_refusal(status)
 
 
 def test_only_a_finished_step_is_retried_and_not_while_a_later_one_is_under_way() -> None:
