@@ -14,6 +14,10 @@ def login(page, base_url: str, username: str, password: str) -> None:
     page.fill("#id_password", password)
     page.click("button[type=submit]")
     expect(page.get_by_role("heading", name="What should the agents do?")).to_be_visible()
+    # The heading shows while the page still parses; htmx wires the form's live fields up
+    # once it has loaded, and typing before that sends nothing (seen once in CI: the allowed
+    # hosts' request never came).
+    page.wait_for_load_state()
 
 
 def submit_task(page, task: str) -> None:
