@@ -4,7 +4,8 @@ For each size, a layered plan of that many steps is made as the benchmark's runs
 the offline model), and its pages are fetched in this process through Django's test client, as
 the run's owner: the plan editor while it awaits approval and what opening one step's editor
 fetches, then, once every step has run here (`step_execute`, as bench.step_cpu does), the run
-page, its step cards, timeline, plan JSON and the API's run, events and report. For each page:
+page, its step cards, timeline, plan JSON and the API's run, events and report, and what
+unfolding a step's output and the result fetch. For each page:
 the server's time (median of `--repeat`), the response's size and its database statements.
 Statements must not grow with the plan (a query per step is the classic way a page dies at 1,000
 steps); time and size grow at most linearly.
@@ -80,7 +81,8 @@ def _measure(size: int, width: int, repeat: int) -> list[tuple[int, str, float, 
         # What opening one step's editor fetches (its forms are not in the page).
         middle = shape.plan()["steps"][size // 2]["id"]
         editor = reverse("step_editor", args=[run.pk, middle])
-        fetch("a step's edit forms", editor, {"HX-Request": "true"})
+        htmx = {"HX-Request": "true"}
+        fetch("a step's edit forms", editor, htmx)
         run_approve_plan(run.pk)
         while ready := list(
             Step.objects.filter(run_id=run.pk, status=StepStatus.QUEUED).values_list(
@@ -101,6 +103,9 @@ def _measure(size: int, width: int, repeat: int) -> list[tuple[int, str, float, 
         ]
         for page, url in pages:
             fetch(page, url)
+        # What unfolding a long output and the result fetch (the page sends their openings).
+        fetch("a step's whole output", reverse("step_output", args=[run.pk, middle]), htmx)
+        fetch("the whole result", reverse("run_result", args=[run.pk]), htmx)
     finally:
         runs_delete([run.pk])
         token.delete()

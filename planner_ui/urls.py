@@ -6,6 +6,7 @@ from .views import (
     files,
     local_models,
     mcp,
+    outputs,
     plans,
     report,
     retries,
@@ -28,6 +29,12 @@ urlpatterns = [
         runs.step_editor,
         name="step_editor",
     ),
+    path(
+        "runs/<int:run_id>/steps/<slug:step_id>/output/",
+        outputs.step_output,
+        name="step_output",
+    ),
+    path("runs/<int:run_id>/result/", outputs.run_result, name="run_result"),
     path("runs/<int:run_id>/timeline/", report.run_timeline_part, name="run_timeline"),
     path(
         "runs/<int:run_id>/report.<str:kind>",

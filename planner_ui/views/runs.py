@@ -17,6 +17,7 @@ from django.urls import reverse, reverse_lazy
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from planner_ui.core import fold
 from planner_ui.core.bounds import (
     BUDGET_USD_DIGITS,
     BUDGET_USD_PLACES,
@@ -457,9 +458,7 @@ def render_run(
         "files": run_files(run),
         "timeline": run_timeline(run, steps),
         "steps_done": sum(1 for s in steps if s.status in FINISHED_STEP_STATUSES),
-        "result_long": (
-            run.result.count("\n") >= RESULT_FOLD_LINES or len(run.result) > RESULT_FOLD_CHARS
-        ),
+        **_result_fold(run),
         **run_approvals(run),
         **cards,
         # The buttons offered: what the services would do now (core.run_rules).
@@ -475,13 +474,16 @@ def render_run(
     return render(request, template, context, status=status)
 
 
-# A step's output longer than this is folded in its panel until a person asks for the rest.
-OUTPUT_FOLD_LINES = 6
-OUTPUT_FOLD_CHARS = 600
-# The deliverable folds later: it is what the page is for, but a long one pushed the timeline
-# and the rest of a finished run out of its two screens.
-RESULT_FOLD_LINES = 20
-RESULT_FOLD_CHARS = 1500
+def _result_fold(run: Run) -> dict[str, Any]:
+    """The deliverable as the page sends it: folded when long, its opening only, the rest
+    fetched from `result_rest_url` when it is unfolded (core.fold)."""
+    long = fold.RESULT.folds(run.result)
+    shown = fold.RESULT.opening(run.result) if long else run.result
+    return {
+        "result_long": long,
+        "result_shown": shown,
+        "result_rest_url": reverse("run_result", args=[run.pk]) if shown != run.result else "",
+    }
 
 
 def _cards_context(
@@ -510,6 +512,7 @@ def _cards_context(
     retry_url = _step_url("step_retry", run.pk)
     fork_url = _step_url("run_fork", run.pk)
     editor_url = _step_url("step_editor", run.pk)
+    output_url = _step_url("step_output", run.pk)
     cards = []
     for step in steps:
         locked = step_edit_refusal(step.role, step.status)
@@ -521,13 +524,16 @@ def _cards_context(
                 if step.reused_from_id
                 else locked
             )
+        # A long output sends its opening; the rest comes when it is unfolded (core.fold).
+        output_long = fold.STEP_OUTPUT.folds(step.output)
+        output_shown = fold.STEP_OUTPUT.opening(step.output) if output_long else step.output
         card = step_card(
             step,
             calls=calls.get(step.step_id, []),
             approvals=approvals.get(step.step_id, []),
-            output_long=(
-                step.output.count("\n") >= OUTPUT_FOLD_LINES or len(step.output) > OUTPUT_FOLD_CHARS
-            ),
+            output_long=output_long,
+            output_shown=output_shown,
+            output_rest_url=output_url(step.step_id) if output_shown != step.output else "",
             editable=editable and locked is None,
             locked_reason=locked_reason,
             retryable=retries and step_retry_refusal(step.step_id, step.status) is None,

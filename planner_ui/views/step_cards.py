@@ -28,8 +28,11 @@ class StepCard(StepRecord, TemplateRow):
     # Its tool calls and results from the log, and its approvals, oldest first.
     calls: list[dict[str, Any]]
     approvals: list[Approval]
-    # Folded to a few lines, with "Show more".
+    # Folded to a few lines, with "Show more"; what the card sends of it, and where the rest
+    # comes from when it is unfolded ("" when it is all sent: core.fold).
     output_long: bool
+    output_shown: str
+    output_rest_url: str
     editable: bool
     # Why it may not be edited, where the plan otherwise may be.
     locked_reason: str
@@ -53,8 +56,8 @@ _STATUS_LABELS = dict(Step._meta.get_field("status").flatchoices)
 
 def step_card(step: Step, **offers: Any) -> StepCard:
     """The card of `step`, with what the page worked out for it (`offers`: calls, approvals,
-    output_long, editable, locked_reason, retryable, forkable, retry_url, fork_url, editor_url,
-    worker_lost, estimate_note)."""
+    output_long, output_shown, output_rest_url, editable, locked_reason, retryable, forkable,
+    retry_url, fork_url, editor_url, worker_lost, estimate_note)."""
     return StepCard(
         **record_fields(step),
         status_label=_STATUS_LABELS.get(step.status, step.status),

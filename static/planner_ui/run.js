@@ -128,12 +128,35 @@
     const more = e.target.closest(".show-more");
     if (more) {
       const output = document.getElementById(more.getAttribute("aria-controls"));
-      if (!output) return;
-      const folded = output.classList.toggle("collapsed");
-      more.setAttribute("aria-expanded", folded ? "false" : "true");
-      more.textContent = folded ? "Show more" : "Show less";
+      if (!output || more.loading) return;
+      const unfold = output.classList.contains("collapsed");
+      if (unfold && more.dataset.src) {
+        wholeText(more, output).then(
+          () => setFolded(more, output, false),
+          () => { more.textContent = "Show more (the rest did not load: try again)"; });
+        return;
+      }
+      setFolded(more, output, !unfold);
     }
   });
+  function setFolded(more, output, folded) {
+    output.classList.toggle("collapsed", folded);
+    more.setAttribute("aria-expanded", folded ? "false" : "true");
+    more.textContent = folded ? "Show more" : "Show less";
+  }
+  // A long output or result comes with the page as its opening (core.fold); the rest is
+  // fetched the first time it unfolds. The server sanitized it (nh3), as it does the opening.
+  function wholeText(more, output) {
+    more.textContent = "Loading…";
+    more.loading = fetch(more.dataset.src, {headers: {"HX-Request": "true"}, credentials: "same-origin"})
+      .then((response) => {
+        if (!response.ok) throw new Error(`${response.status} from ${more.dataset.src}`);
+        return response.text();
+      })
+      .then((html) => { output.innerHTML = html; more.removeAttribute("data-src"); })
+      .finally(() => { more.loading = null; });
+    return more.loading;
+  }
 
   // Steps finished, in the summary line, as the socket reports them.
   function countFinished() {

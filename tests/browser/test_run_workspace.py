@@ -58,6 +58,42 @@ def test_the_finished_first_example_fits_in_two_screens(
     assert result.bounding_box()["height"] > folded
 
 
+def test_a_long_step_output_comes_whole_when_it_is_unfolded(
+    page, daphne_url, celery_worker_process, make_user
+):
+    make_user("cy", "pw-for-tests-1")
+    login(page, daphne_url, "cy", "pw-for-tests-1")
+    submit_task(page, "Research the history of tea, then write a short summary")
+    page.click("#approve-plan")
+    expect(page.locator("#result")).to_be_visible(timeout=90_000)
+    # An output far longer than what its card sends (core.fold), ending in markup.
+    paragraphs = [f"Paragraph {n}: " + "tea " * 20 for n in range(40)]
+    output = "\n\n".join(paragraphs) + "\n\nThe **last** word. <script>window.ran = 1</script>"
+    Run.objects.get().steps.filter(step_id="research-history-tea").update(output=output)
+    page.reload()
+    open_step(page, "research-history-tea")
+    body = page.locator("#output-research-history-tea")
+    expect(body).to_contain_text("Paragraph 0:")
+    expect(body).not_to_contain_text("Paragraph 39:")
+    folded = body.bounding_box()["height"]
+    more = page.locator("#step-research-history-tea .show-more")
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/output/" in r.url else None)
+    more.click()
+    expect(more).to_have_text("Show less")
+    expect(body.locator("strong")).to_have_text("last")
+    expect(body).to_contain_text("Paragraph 39:")
+    assert body.bounding_box()["height"] > folded
+    assert page.evaluate("window.ran") is None  # the model's script is text
+    # Folded again, it keeps what it fetched: a second unfold asks for nothing.
+    more.click()
+    expect(more).to_have_text("Show more")
+    more.click()
+    expect(more).to_have_text("Show less")
+    expect(body).to_contain_text("Paragraph 39:")
+    assert len(asked) == 1, asked
+
+
 def test_a_step_opens_beside_the_graph_from_a_click_and_from_the_keyboard(
     page, daphne_url, celery_worker_process, make_user
 ):

@@ -97,6 +97,8 @@ ROUTES: dict[str, tuple[str, str]] = {
     "runs/<int:run_id>/": (OWNED, "Run"),
     "runs/<int:run_id>/steps/": (OWNED, "Run's steps"),
     "runs/<int:run_id>/steps/<slug:step_id>/editor/": (OWNED, "Step (its edit forms)"),
+    "runs/<int:run_id>/steps/<slug:step_id>/output/": (OWNED, "Step (its whole output)"),
+    "runs/<int:run_id>/result/": (OWNED, "Run (its whole result)"),
     "runs/<int:run_id>/timeline/": (OWNED, "Run's events"),
     "runs/<int:run_id>/report.<str:kind>": (OWNED, "Run's report"),
     "runs/<int:run_id>/files/<path:path>": (OWNED, "RunFile"),
