@@ -5,7 +5,7 @@ the offline model), and its pages are fetched in this process through Django's t
 the run's owner: the plan editor while it awaits approval and what opening one step's editor
 fetches, then, once every step has run here (`step_execute`, as bench.step_cpu does), the run
 page, its step cards, timeline, plan JSON and the API's run, events and report, and what
-unfolding a step's output and the result fetch. For each page:
+opening a step's "Retry or fork" and unfolding its output and the result fetch. For each page:
 the server's time (median of `--repeat`), the response's size and its database statements.
 Statements must not grow with the plan (a query per step is the classic way a page dies at 1,000
 steps); time and size grow at most linearly.
@@ -103,7 +103,9 @@ def _measure(size: int, width: int, repeat: int) -> list[tuple[int, str, float, 
         ]
         for page, url in pages:
             fetch(page, url)
-        # What unfolding a long output and the result fetch (the page sends their openings).
+        # What opening a step's "Retry or fork", and unfolding a long output and the result,
+        # fetch: the page sends none of those forms and only the texts' openings.
+        fetch("a step's retry and fork forms", reverse("step_again", args=[run.pk, middle]), htmx)
         fetch("a step's whole output", reverse("step_output", args=[run.pk, middle]), htmx)
         fetch("the whole result", reverse("run_result", args=[run.pk]), htmx)
     finally:

@@ -52,6 +52,11 @@ urlpatterns = [
         name="step_retry",
     ),
     path("runs/<int:run_id>/steps/<slug:step_id>/fork/", retries.run_fork_view, name="run_fork"),
+    path(
+        "runs/<int:run_id>/steps/<slug:step_id>/again/",
+        retries.step_again,
+        name="step_again",
+    ),
     path("runs/<int:run_id>/replan/", approvals.replan_decide_view, name="replan_decide"),
     path("runs/<int:run_id>/baseline/", approvals.run_baseline_view, name="run_baseline"),
     path("runs/<int:run_id>/compare/", approvals.run_compare, name="run_compare"),

@@ -509,8 +509,7 @@ def _cards_context(
         forkable = forkable_steps(deps, statuses)
     estimate = run_estimate(run, steps if all_steps else None)
     critical = set(estimate.plan.critical_path) if estimate.plan else set()
-    retry_url = _step_url("step_retry", run.pk)
-    fork_url = _step_url("run_fork", run.pk)
+    again_url = _step_url("step_again", run.pk)
     editor_url = _step_url("step_editor", run.pk)
     output_url = _step_url("step_output", run.pk)
     cards = []
@@ -538,8 +537,7 @@ def _cards_context(
             locked_reason=locked_reason,
             retryable=retries and step_retry_refusal(step.step_id, step.status) is None,
             forkable=forks and step.step_id in forkable,
-            retry_url=retry_url(step.step_id),
-            fork_url=fork_url(step.step_id),
+            again_url=again_url(step.step_id),
             editor_url=editor_url(step.step_id),
             estimate_note=estimate_note(
                 estimate.by_step.get(step.step_id), step.step_id in critical

@@ -41,9 +41,8 @@ class StepCard(StepRecord, TemplateRow):
     # What it is estimated to use (estimate_note), written out once in Python: as template
     # tags it was a tenth of the cards' render at 1,000 steps.
     estimate_note: str
-    # Where its retry and fork forms post, and where its edit forms come from (step_editor).
-    retry_url: str
-    fork_url: str
+    # Where its retry and fork forms (step_again) and its edit forms (step_editor) come from.
+    again_url: str
     editor_url: str
     # Its worker stopped refreshing the heartbeat: the sweep hands the step to another.
     worker_lost: bool
@@ -57,7 +56,7 @@ _STATUS_LABELS = dict(Step._meta.get_field("status").flatchoices)
 def step_card(step: Step, **offers: Any) -> StepCard:
     """The card of `step`, with what the page worked out for it (`offers`: calls, approvals,
     output_long, output_shown, output_rest_url, editable, locked_reason, retryable, forkable,
-    retry_url, fork_url, editor_url, worker_lost, estimate_note)."""
+    again_url, editor_url, worker_lost, estimate_note)."""
     return StepCard(
         **record_fields(step),
         status_label=_STATUS_LABELS.get(step.status, step.status),

@@ -51,7 +51,7 @@
       const editor = card && card.querySelector("details.step-editor");
       if (!editor) { if (card) focusPanel(card); return; }
       editor.open = true;
-      editorReady(editor).then(() => {
+      formsReady(editor).then(() => {
         const remove = editor.querySelector("input[name=op][value=delete]");
         if (remove) remove.form.querySelector("button[type=submit]").focus();
         else focusPanel(card);
@@ -285,10 +285,11 @@
     main.querySelectorAll("details").forEach((d) => {
       if (!was.open.has(partKey(d))) return;
       d.open = true;
-      if (d.classList.contains("step-editor")) loading.push(editorReady(d));
+      if (d.matches(FETCHED_PARTS)) loading.push(formsReady(d));
     });
     restoreValues(main, was);
-    // A step's editor fetches its forms again: what was typed in them goes back once they come.
+    // A step's editor or "Retry or fork" fetches its forms again: what was typed in them goes
+    // back once they come.
     if (loading.length) Promise.all(loading).then(() => restoreValues(main, was));
   }
   // Each value and the focus go back once, so a second pass cannot undo typing since the first.
@@ -594,24 +595,26 @@
     };
   }
 
-  // A step's edit forms come when its editor first opens (views.runs.step_editor): sent inside
-  // every card, they were three quarters of a 1,000-step plan's page. Resolves once they are
-  // in; until they come, the editor holds a link to them on a page of their own. Settled at
+  // A step's edit forms come when its editor first opens (views.runs.step_editor), and its
+  // retry and fork forms when "Retry or fork" does (views.retries.step_again): sent inside every
+  // card, the edit forms were three quarters of a 1,000-step plan's page. Resolves once they
+  // are in; until they come, the part holds a link to them on a page of their own. Settled at
   // once (settle:0ms), so the forms are htmx's before anyone can press them.
-  function editorReady(editor) {
-    const body = editor.querySelector(".step-editor-body[data-src]");
+  const FETCHED_PARTS = "details.step-editor, details.step-again";
+  function formsReady(part) {
+    const body = part.querySelector(":scope > [data-src]");
     if (!body) return Promise.resolve();
-    if (!editor.loading) {
-      const done = () => { editor.loading = null; };
-      editor.loading = htmx.ajax("GET", body.dataset.src, {source: editor, target: body, swap: "innerHTML settle:0ms"})
+    if (!part.loading) {
+      const done = () => { part.loading = null; };
+      part.loading = htmx.ajax("GET", body.dataset.src, {source: part, target: body, swap: "innerHTML settle:0ms"})
         .then(() => { if (body.querySelector("form, .locked-reason")) body.removeAttribute("data-src"); done(); }, done);
     }
-    return editor.loading;
+    return part.loading;
   }
   // `toggle` does not bubble: caught on its way down.
   document.addEventListener("toggle", (e) => {
-    const editor = e.target;
-    if (editor instanceof HTMLDetailsElement && editor.open && editor.classList.contains("step-editor")) editorReady(editor);
+    const part = e.target;
+    if (part instanceof HTMLDetailsElement && part.open && part.matches(FETCHED_PARTS)) formsReady(part);
   }, true);
 
   readRenderedSeq();

@@ -20,6 +20,7 @@ from django.urls import reverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from planner_ui.core.status import FINISHED_STEP_STATUSES
 from planner_ui.models import Approval, PlanProposal
 from planner_ui.services.proposals import proposal_make, proposal_request
 from planner_ui.services.runs import run_approve_plan
@@ -181,10 +182,25 @@ def pages(alice: Any, client_alice: Client, settings: Any) -> list[Form]:
     drive(replanned)
     assert replanned.proposals.filter(kind=PlanProposal.Kind.REPLAN).exists()
     token_create(user=alice, name="fuzzed")
+    # A step's edit forms and its retry and fork forms are not in the run's page: they come
+    # when its part opens, from pages of their own.
+    editors = [
+        reverse("step_editor", args=[waiting_plan.pk, step.step_id])
+        for step in waiting_plan.steps.exclude(role="synthesizer")
+    ]
+    finished = [
+        (run, step)
+        for run in (gated, replanned)
+        for step in run.steps.filter(status__in=FINISHED_STEP_STATUSES)
+    ]
+    assert finished
+    again = [reverse("step_again", args=[run.pk, step.step_id]) for run, step in finished]
     return forms_on(
         client_alice,
         reverse("home"),
         *[reverse("run_detail", args=[r.pk]) for r in (waiting_plan, revised, gated, replanned)],
+        *editors,
+        *again,
         reverse("approvals_inbox"),
         reverse("api_tokens"),
         reverse("mcp_servers"),

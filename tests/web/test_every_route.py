@@ -108,6 +108,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "runs/<int:run_id>/resume/": (OWNED, "Run"),
     "runs/<int:run_id>/steps/<slug:step_id>/retry/": (OWNED, "Step"),
     "runs/<int:run_id>/steps/<slug:step_id>/fork/": (OWNED, "Step (a fork of its run)"),
+    "runs/<int:run_id>/steps/<slug:step_id>/again/": (OWNED, "Step (its retry and fork forms)"),
     "runs/<int:run_id>/replan/": (OWNED, "PlanProposal (re-plan)"),
     "runs/<int:run_id>/baseline/": (OWNED, "Run (its baseline)"),
     "runs/<int:run_id>/compare/": (OWNED, "Run and ?with= Run"),

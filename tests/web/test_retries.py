@@ -34,15 +34,56 @@ def first_and_last(run: Run) -> tuple[str, str]:
     return steps[0].step_id, steps[-1].step_id
 
 
+def again_forms(client, run: Run, step_id: str) -> str:
+    """What opening a step's "Retry or fork" fetches (run.js), after the page offered it."""
+    url = reverse("step_again", args=[run.pk, step_id])
+    page = client.get(reverse("run_detail", args=[run.pk])).content.decode()
+    assert f'class="step-again-body" data-src="{url}"' in page
+    response = client.get(url, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
 def test_finished_steps_offer_retry_and_fork(client_alice, done) -> None:
-    page = client_alice.get(reverse("run_detail", args=[done.pk])).content.decode()
     first, last = first_and_last(done)
     for step_id in (first, last):
-        assert reverse("step_retry", args=[done.pk, step_id]) in page
-        assert reverse("run_fork", args=[done.pk, step_id]) in page
+        forms = again_forms(client_alice, done, step_id)
+        assert f'action="{reverse("step_retry", args=[done.pk, step_id])}"' in forms
+        assert f'action="{reverse("run_fork", args=[done.pk, step_id])}"' in forms
+        assert "<html" not in forms and 'name="csrfmiddlewaretoken"' in forms
     # The synthesizer can be retried (e.g. with another instruction) but not forked from.
-    assert reverse("step_retry", args=[done.pk, "synthesis"]) in page
-    assert reverse("run_fork", args=[done.pk, "synthesis"]) not in page
+    forms = again_forms(client_alice, done, "synthesis")
+    assert reverse("step_retry", args=[done.pk, "synthesis"]) in forms
+    assert reverse("run_fork", args=[done.pk, "synthesis"]) not in forms
+    # The page sends none of these forms: they come when a step's part opens.
+    page = client_alice.get(reverse("run_detail", args=[done.pk])).content.decode()
+    assert reverse("step_retry", args=[done.pk, first]) not in page
+    assert 'class="retry-form"' not in page
+
+
+def test_without_script_retry_and_fork_are_a_page_of_their_own(client_alice, done) -> None:
+    _, last = first_and_last(done)
+    url = reverse("step_again", args=[done.pk, last])
+    page = client_alice.get(url).content.decode()
+    assert "<html" in page and 'id="step-again" hx-disable' in page
+    assert f'href="{reverse("run_detail", args=[done.pk])}#step-{last}"' in page
+    assert 'class="retry-form"' in page and 'class="inline fork-form"' in page
+
+
+def test_a_step_that_may_no_longer_be_retried_says_why(client_alice, done) -> None:
+    _, last = first_and_last(done)
+    url = reverse("step_retry", args=[done.pk, last])
+    client_alice.post(url, {"instruction": "Write it shorter.", "downstream": "on"})
+    # The last step is queued again, and the synthesis is pending: neither can be retried, and
+    # the synthesis cannot be forked from.
+    response = client_alice.get(
+        reverse("step_again", args=[done.pk, "synthesis"]), HTTP_HX_REQUEST="true"
+    )
+    body = response.content.decode()
+    assert response.status_code == 200 and "<form" not in body
+    assert "only a step that has finished or failed can be retried" in body
+    missing = reverse("step_again", args=[done.pk, "no-such-step"])
+    assert client_alice.get(missing, HTTP_HX_REQUEST="true").status_code == 404
 
 
 def test_retry_from_the_page_queues_the_step_again(client_alice, done) -> None:
