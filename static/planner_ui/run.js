@@ -126,19 +126,25 @@
       return;
     }
     const more = e.target.closest(".show-more");
-    if (more) {
-      const output = document.getElementById(more.getAttribute("aria-controls"));
-      if (!output || more.loading) return;
-      const unfold = output.classList.contains("collapsed");
-      if (unfold && more.dataset.src) {
-        wholeText(more, output).then(
-          () => setFolded(more, output, false),
-          () => { more.textContent = "Show more (the rest did not load: try again)"; });
-        return;
-      }
-      setFolded(more, output, !unfold);
-    }
+    if (more) toggleFold(more);
   });
+  // Folds a long output or result, or unfolds it (`folded`: which, else the other way); the
+  // first time it unfolds, it fetches the rest.
+  function toggleFold(more, folded) {
+    const output = document.getElementById(more.getAttribute("aria-controls"));
+    if (!output || more.loading) return;
+    if (folded === undefined) folded = !output.classList.contains("collapsed");
+    if (!folded && more.dataset.src) {
+      // Marked while the rest comes, so a refresh meanwhile unfolds it again too.
+      more.classList.add("unfolding");
+      wholeText(more, output).then(
+        () => setFolded(more, output, false),
+        () => { more.textContent = "Show more (the rest did not load: try again)"; })
+        .finally(() => more.classList.remove("unfolding"));
+      return;
+    }
+    setFolded(more, output, folded);
+  }
   function setFolded(more, output, folded) {
     output.classList.toggle("collapsed", folded);
     more.setAttribute("aria-expanded", folded ? "false" : "true");
@@ -264,8 +270,9 @@
   function keepOpenParts() {
     const main = document.getElementById("run-main");
     if (!main) return;
-    kept = {open: new Set(), values: new Map(), focus: null};
+    kept = {open: new Set(), values: new Map(), focus: null, unfolded: []};
     main.querySelectorAll("details[open]").forEach((d) => kept.open.add(partKey(d)));
+    main.querySelectorAll('.show-more[aria-expanded="true"], .show-more.unfolding').forEach((more) => kept.unfolded.push(more.getAttribute("aria-controls")));
     main.querySelectorAll("textarea, input[type=text], input[type=number]").forEach((f) => {
       if (f.value !== f.defaultValue) kept.values.set(partKey(f), f.value);
     });
@@ -287,6 +294,11 @@
       d.open = true;
       if (d.matches(FETCHED_PARTS)) loading.push(formsReady(d));
     });
+    // An output or result being read stays unfolded: its rest is fetched again.
+    for (const id of was.unfolded) {
+      const more = main.querySelector(`.show-more[aria-controls="${CSS.escape(id)}"]`);
+      if (more) toggleFold(more, false);
+    }
     restoreValues(main, was);
     // A step's editor or "Retry or fork" fetches its forms again: what was typed in them goes
     // back once they come.

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from planner_ui.models import Run
+from tests.conftest import wait_until
 
 from .flows import login, open_step, step_in_graph, submit_task
 
@@ -61,6 +62,10 @@ def test_the_finished_first_example_fits_in_two_screens(
 def test_a_long_step_output_comes_whole_when_it_is_unfolded(
     page, daphne_url, celery_worker_process, make_user
 ):
+    from django.contrib.auth import get_user_model
+
+    from planner_ui.services.retries import step_retry
+
     make_user("cy", "pw-for-tests-1")
     login(page, daphne_url, "cy", "pw-for-tests-1")
     submit_task(page, "Research the history of tea, then write a short summary")
@@ -69,7 +74,8 @@ def test_a_long_step_output_comes_whole_when_it_is_unfolded(
     # An output far longer than what its card sends (core.fold), ending in markup.
     paragraphs = [f"Paragraph {n}: " + "tea " * 20 for n in range(40)]
     output = "\n\n".join(paragraphs) + "\n\nThe **last** word. <script>window.ran = 1</script>"
-    Run.objects.get().steps.filter(step_id="research-history-tea").update(output=output)
+    run = Run.objects.get()
+    run.steps.filter(step_id="research-history-tea").update(output=output)
     page.reload()
     open_step(page, "research-history-tea")
     body = page.locator("#output-research-history-tea")
@@ -92,6 +98,22 @@ def test_a_long_step_output_comes_whole_when_it_is_unfolded(
     expect(more).to_have_text("Show less")
     expect(body).to_contain_text("Paragraph 39:")
     assert len(asked) == 1, asked
+
+    # The run goes on (another tab retries the summary): the page is rendered again, and the
+    # output being read stays unfolded, whole.
+    page.evaluate("document.getElementById('run-main').firstElementChild.dataset.old = 'yes'")
+    step_retry(
+        run_id=run.pk,
+        step_id="write-short-summary",
+        user=get_user_model().objects.get(username="cy"),
+        downstream=False,
+    )
+    page.wait_for_function("() => !document.querySelector('#run-main [data-old]')", timeout=30_000)
+    wait_until(lambda: Run.objects.get().status == "succeeded", timeout=60)
+    expect(page.locator("#run-header")).to_have_attribute("data-status", "succeeded")
+    expect(more).to_have_text("Show less")
+    expect(body).to_contain_text("Paragraph 39:")
+    assert page.js_errors == []
 
 
 def test_a_step_opens_beside_the_graph_from_a_click_and_from_the_keyboard(
