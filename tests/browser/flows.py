@@ -1,4 +1,5 @@
-"""What most browser tests do first: log in, and submit a task until its plan awaits approval."""
+"""What most browser tests do first: log in, and submit a task until its plan awaits approval;
+and what some do next: run it to the end, and make it go on as another tab would."""
 
 from __future__ import annotations
 
@@ -37,3 +38,23 @@ def open_step(page, step_id: str) -> None:
     step_in_graph(page, step_id).focus()
     step_in_graph(page, step_id).press("Enter")
     expect(page.locator(f"#step-{step_id}")).to_be_visible()
+
+
+def approve_and_finish(page) -> None:
+    """Approve the plan on the page and wait until the run has delivered its result."""
+    page.click("#approve-plan")
+    expect(page.locator("#result")).to_be_visible(timeout=90_000)
+
+
+def retried_in_another_tab(page, run, step_id: str) -> None:
+    """Retry `step_id` of the finished `run` (alone), as its owner would from another tab, and
+    return once the page has been rendered again for it and the run has succeeded again."""
+    from planner_ui.models import Run
+    from planner_ui.services.retries import step_retry
+    from tests.conftest import wait_until
+
+    page.evaluate("document.getElementById('run-main').firstElementChild.dataset.old = 'yes'")
+    step_retry(run_id=run.pk, step_id=step_id, user=run.owner, downstream=False)
+    page.wait_for_function("() => !document.querySelector('#run-main [data-old]')", timeout=30_000)
+    wait_until(lambda: Run.objects.get(pk=run.pk).status == "succeeded", timeout=60)
+    expect(page.locator("#run-header")).to_have_attribute("data-status", "succeeded")

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from planner_ui.models import Run
 from tests.conftest import wait_until
 
-from .flows import login, open_step, submit_task
+from .flows import approve_and_finish, login, open_step, retried_in_another_tab, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -91,32 +91,18 @@ def test_a_retry_being_typed_survives_the_run_going_on(
 ):
     """A step's retry and fork forms come when "Retry or fork" opens; a live refresh fetches
     them again and puts back the instruction the person was typing."""
-    from django.contrib.auth import get_user_model
-
-    from planner_ui.services.retries import step_retry
-
     make_user("gus", "pw-for-tests-1")
     login(page, daphne_url, "gus", "pw-for-tests-1")
     submit_task(page, "Research the history of tea, then write a short summary")
-    page.click("#approve-plan")
-    expect(page.locator("#result")).to_be_visible(timeout=60_000)
+    approve_and_finish(page)
     run = Run.objects.get()
 
     open_step(page, "research-history-tea")
     card = page.locator("#step-research-history-tea")
     card.locator("summary", has_text="Retry or fork").click()
     card.get_by_label("Instruction for the retry").fill("Typed, not sent")
-    page.evaluate("document.getElementById('run-main').firstElementChild.dataset.old = 'yes'")
     # Another tab retries the other step: the run goes on, and the page refreshes with it.
-    step_retry(
-        run_id=run.pk,
-        step_id="write-short-summary",
-        user=get_user_model().objects.get(username="gus"),
-        downstream=False,
-    )
-    page.wait_for_function("() => !document.querySelector('#run-main [data-old]')", timeout=30_000)
-    wait_until(lambda: Run.objects.get().status == "succeeded", timeout=60)
-    expect(page.locator("#run-header")).to_have_attribute("data-status", "succeeded")
+    retried_in_another_tab(page, run, "write-short-summary")
     card = page.locator("#step-research-history-tea")
     expect(card.locator("details.step-again")).to_have_attribute("open", "")
     expect(card.get_by_label("Instruction for the retry")).to_have_value("Typed, not sent")

@@ -10,9 +10,15 @@ import pytest
 from playwright.sync_api import expect
 
 from planner_ui.models import Run
-from tests.conftest import wait_until
 
-from .flows import login, open_step, step_in_graph, submit_task
+from .flows import (
+    approve_and_finish,
+    login,
+    open_step,
+    retried_in_another_tab,
+    step_in_graph,
+    submit_task,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -62,15 +68,10 @@ def test_the_finished_first_example_fits_in_two_screens(
 def test_a_long_step_output_comes_whole_when_it_is_unfolded(
     page, daphne_url, celery_worker_process, make_user
 ):
-    from django.contrib.auth import get_user_model
-
-    from planner_ui.services.retries import step_retry
-
     make_user("cy", "pw-for-tests-1")
     login(page, daphne_url, "cy", "pw-for-tests-1")
     submit_task(page, "Research the history of tea, then write a short summary")
-    page.click("#approve-plan")
-    expect(page.locator("#result")).to_be_visible(timeout=90_000)
+    approve_and_finish(page)
     # An output far longer than what its card sends (core.fold), ending in markup.
     paragraphs = [f"Paragraph {n}: " + "tea " * 20 for n in range(40)]
     output = "\n\n".join(paragraphs) + "\n\nThe **last** word. <script>window.ran = 1</script>"
@@ -101,16 +102,7 @@ def test_a_long_step_output_comes_whole_when_it_is_unfolded(
 
     # The run goes on (another tab retries the summary): the page is rendered again, and the
     # output being read stays unfolded, whole.
-    page.evaluate("document.getElementById('run-main').firstElementChild.dataset.old = 'yes'")
-    step_retry(
-        run_id=run.pk,
-        step_id="write-short-summary",
-        user=get_user_model().objects.get(username="cy"),
-        downstream=False,
-    )
-    page.wait_for_function("() => !document.querySelector('#run-main [data-old]')", timeout=30_000)
-    wait_until(lambda: Run.objects.get().status == "succeeded", timeout=60)
-    expect(page.locator("#run-header")).to_have_attribute("data-status", "succeeded")
+    retried_in_another_tab(page, run, "write-short-summary")
     expect(more).to_have_text("Show less")
     expect(body).to_contain_text("Paragraph 39:")
     assert page.js_errors == []
