@@ -8,6 +8,16 @@ fold, and the rest comes when a person unfolds it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class Sent(NamedTuple):
+    """What a page sends of a text: whether it folds, the part sent, and whether that part
+    is cut short (then the rest is fetched when it unfolds)."""
+
+    folds: bool
+    shown: str
+    cut: bool
 
 
 @dataclass(frozen=True)
@@ -23,6 +33,13 @@ class Fold:
 
     def folds(self, text: str) -> bool:
         return text.count("\n") >= self.lines or len(text) > self.chars
+
+    def sent(self, text: str) -> Sent:
+        """`text` as a page sends it: whole when it does not fold, else its opening."""
+        if not self.folds(text):
+            return Sent(folds=False, shown=text, cut=False)
+        shown = self.opening(text)
+        return Sent(folds=True, shown=shown, cut=shown != text)
 
     def opening(self, text: str) -> str:
         """The first lines of `text`, cut at a space when a line is too long; `text` itself

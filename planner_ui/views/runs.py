@@ -477,12 +477,11 @@ def render_run(
 def _result_fold(run: Run) -> dict[str, Any]:
     """The deliverable as the page sends it: folded when long, its opening only, the rest
     fetched from `result_rest_url` when it is unfolded (core.fold)."""
-    long = fold.RESULT.folds(run.result)
-    shown = fold.RESULT.opening(run.result) if long else run.result
+    sent = fold.RESULT.sent(run.result)
     return {
-        "result_long": long,
-        "result_shown": shown,
-        "result_rest_url": reverse("run_result", args=[run.pk]) if shown != run.result else "",
+        "result_long": sent.folds,
+        "result_shown": sent.shown,
+        "result_rest_url": reverse("run_result", args=[run.pk]) if sent.cut else "",
     }
 
 
@@ -524,15 +523,14 @@ def _cards_context(
                 else locked
             )
         # A long output sends its opening; the rest comes when it is unfolded (core.fold).
-        output_long = fold.STEP_OUTPUT.folds(step.output)
-        output_shown = fold.STEP_OUTPUT.opening(step.output) if output_long else step.output
+        output = fold.STEP_OUTPUT.sent(step.output)
         card = step_card(
             step,
             calls=calls.get(step.step_id, []),
             approvals=approvals.get(step.step_id, []),
-            output_long=output_long,
-            output_shown=output_shown,
-            output_rest_url=output_url(step.step_id) if output_shown != step.output else "",
+            output_long=output.folds,
+            output_shown=output.shown,
+            output_rest_url=output_url(step.step_id) if output.cut else "",
             editable=editable and locked is None,
             locked_reason=locked_reason,
             retryable=retries and step_retry_refusal(step.step_id, step.status) is None,

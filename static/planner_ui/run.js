@@ -135,12 +135,9 @@
     if (!output || more.loading) return;
     if (folded === undefined) folded = !output.classList.contains("collapsed");
     if (!folded && more.dataset.src) {
-      // Marked while the rest comes, so a refresh meanwhile unfolds it again too.
-      more.classList.add("unfolding");
       wholeText(more, output).then(
         () => setFolded(more, output, false),
-        () => { more.textContent = "Show more (the rest did not load: try again)"; })
-        .finally(() => more.classList.remove("unfolding"));
+        () => { more.textContent = "Show more (the rest did not load: try again)"; });
       return;
     }
     setFolded(more, output, folded);
@@ -272,7 +269,10 @@
     if (!main) return;
     kept = {open: new Set(), values: new Map(), focus: null, unfolded: []};
     main.querySelectorAll("details[open]").forEach((d) => kept.open.add(partKey(d)));
-    main.querySelectorAll('.show-more[aria-expanded="true"], .show-more.unfolding').forEach((more) => kept.unfolded.push(more.getAttribute("aria-controls")));
+    // Unfolded, or unfolding (its rest on its way: a second refresh can come meanwhile).
+    main.querySelectorAll(".show-more").forEach((more) => {
+      if (more.loading || more.getAttribute("aria-expanded") === "true") kept.unfolded.push(more.getAttribute("aria-controls"));
+    });
     main.querySelectorAll("textarea, input[type=text], input[type=number]").forEach((f) => {
       if (f.value !== f.defaultValue) kept.values.set(partKey(f), f.value);
     });

@@ -34,3 +34,10 @@ def test_an_opening_is_longer_than_its_fold_shows() -> None:
         assert fold.opening_lines > fold.lines and fold.opening_chars > fold.chars
         text = "\n".join(f"line {n} " + "word " * 30 for n in range(100))
         assert fold.folds(text) and len(fold.opening(text)) > fold.chars
+
+
+def test_what_a_page_sends_of_a_text() -> None:
+    assert SMALL.sent("a\nb") == (False, "a\nb", False)
+    # It folds, but its opening holds it all (four lines): sent whole, nothing to fetch.
+    assert SMALL.sent("a\nb\nc\nd") == (True, "a\nb\nc\nd", False)
+    assert SMALL.sent("a\nb\nc\nd\ne") == (True, "a\nb\nc\nd", True)
