@@ -77,7 +77,8 @@ bench: $(STAMP)
 bench-step: $(STAMP)
 	$(PY) -m bench.step_cpu $(BENCH_ARGS)
 
-# What a big plan costs its pages: server time, size and statements of each, by plan size.
+# What a big plan costs its pages: server time, size and statements of each, by plan size;
+# BENCH_ARGS="--browser" also loads the editor and the run page in Chromium.
 bench-pages: $(STAMP)
 	$(PY) -m bench.pages $(BENCH_ARGS)
 

@@ -8,7 +8,9 @@ page, its step cards, timeline, plan JSON and the API's run, events and report, 
 opening a step's "Retry or fork" and unfolding its output and the result fetch. For each page:
 the server's time (median of `--repeat`), the response's size and its database statements.
 Statements must not grow with the plan (a query per step is the classic way a page dies at 1,000
-steps); time and size grow at most linearly.
+steps); time and size grow at most linearly. With `--browser`, the plan editor and the finished
+run page are also loaded in headless Chromium from a Daphne (bench.page_load): what the browser
+adds to the server's time before a person can use the page.
 Run it on SQLite and with DATABASE_URL on PostgreSQL."""
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from contextlib import ExitStack
 from typing import Any
 
-from bench import shapes
+from bench import page_load, shapes
 from bench.in_process import app_in_process
 
 
@@ -27,21 +30,58 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100,1000", help="plan steps, comma-separated")
     parser.add_argument("--width", type=int, default=32, help="widest layer of the plans")
     parser.add_argument("--repeat", type=int, default=3, help="fetches of each page")
+    parser.add_argument(
+        "--browser",
+        action="store_true",
+        help="also load the editor and the run page in headless Chromium (bench.page_load)",
+    )
     args = parser.parse_args(argv)
     rows: list[tuple[int, str, float, int, int]] = []
+    loads: list[tuple[int, page_load.Load]] = []
     with app_in_process():
+        from django.conf import settings
         from django.db import connection
 
-        for size in (int(s) for s in args.sizes.split(",")):
-            rows += _measure(size, args.width, args.repeat)
+        with ExitStack() as stack:
+            base_url = (
+                stack.enter_context(page_load.served(settings.VAR_DIR / "logs"))
+                if args.browser
+                else None
+            )
+            for size in (int(s) for s in args.sizes.split(",")):
+                rows += _measure(size, args.width, args.repeat, base_url, loads)
     print(f"\n{connection.vendor}, layered plans of width {args.width}, median of {args.repeat}")
     print(f"{'steps':>6} {'page':28} {'server ms':>10} {'KB':>8} {'statements':>11}")
     for size, page, ms, size_bytes, statements in rows:
         print(f"{size:6d} {page:28} {ms:10.1f} {size_bytes / 1024:8.1f} {statements:11d}")
+    if loads:
+        print(
+            "\nin Chromium, ms from the navigation's start: the response's end, the DOM ready "
+            "(scripts run, graph laid out), the load event, the main thread's last long task; "
+            "long tasks' time in all; the DOM's elements and the JavaScript heap"
+        )
+        print(
+            f"{'steps':>6} {'page':28} {'response':>9} {'DOM ready':>10} {'load':>7} "
+            f"{'busy until':>11} {'long tasks':>11} {'elements':>9} {'heap MB':>8}"
+        )
+        for size, load in loads:
+            f = load.figures
+            print(
+                f"{size:6d} {load.page:28} {f['response_ms']:9.0f} {f['dom_ready_ms']:10.0f} "
+                f"{f['load_ms']:7.0f} {f['busy_until_ms']:11.0f} {f['long_tasks_ms']:11.0f} "
+                f"{f['elements']:9.0f} {f['heap_mb'] or 0:8.1f}"
+            )
     return 0
 
 
-def _measure(size: int, width: int, repeat: int) -> list[tuple[int, str, float, int, int]]:
+def _measure(
+    size: int,
+    width: int,
+    repeat: int,
+    base_url: str | None,
+    loads: list[tuple[int, page_load.Load]],
+) -> list[tuple[int, str, float, int, int]]:
+    from django.conf import settings
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -76,8 +116,19 @@ def _measure(size: int, width: int, repeat: int) -> list[tuple[int, str, float, 
             statements = len(queries)
         measured.append((size, page, 1000 * statistics.median(times[1:]), len(body), statements))
 
+    stack = ExitStack()
+    context = None
+    if base_url is not None:
+        session = (settings.SESSION_COOKIE_NAME, client.cookies[settings.SESSION_COOKIE_NAME].value)
+        context = stack.enter_context(page_load.browser_opened(base_url, session))
+
+    def shown(page: str, url: str) -> None:
+        if base_url is not None and context is not None:
+            loads.append((size, page_load.load(context, page, base_url + url, repeat)))
+
     try:
         fetch("plan editor (awaiting)", reverse("run_detail", args=[run.pk]))
+        shown("plan editor (awaiting)", reverse("run_detail", args=[run.pk]))
         # What opening one step's editor fetches (its forms are not in the page).
         middle = shape.plan()["steps"][size // 2]["id"]
         editor = reverse("step_editor", args=[run.pk, middle])
@@ -103,12 +154,14 @@ def _measure(size: int, width: int, repeat: int) -> list[tuple[int, str, float, 
         ]
         for page, url in pages:
             fetch(page, url)
+        shown("run page (finished)", reverse("run_detail", args=[run.pk]))
         # What opening a step's "Retry or fork", and unfolding a long output and the result,
         # fetch: the page sends none of those forms and only the texts' openings.
         fetch("a step's retry and fork forms", reverse("step_again", args=[run.pk, middle]), htmx)
         fetch("a step's whole output", reverse("step_output", args=[run.pk, middle]), htmx)
         fetch("the whole result", reverse("run_result", args=[run.pk]), htmx)
     finally:
+        stack.close()
         runs_delete([run.pk])
         token.delete()
     return measured
