@@ -363,12 +363,15 @@
     // Each button covers its box, in the container's coordinates.
     function place() {
       const zoom = cy.zoom();
+      // Read once: read between the writes below, the container's offset made the browser lay
+      // the page out again for every step (2 s of a 1,000-step page).
+      const left = container.offsetLeft, top = container.offsetTop;
       for (const [id, button] of buttons) {
         const node = cy.getElementById(id);
         if (node.empty()) continue;
         const p = node.renderedPosition(), w = node.width() * zoom, h = node.height() * zoom;
-        button.style.left = container.offsetLeft + p.x - w / 2 + "px";
-        button.style.top = container.offsetTop + p.y - h / 2 + "px";
+        button.style.left = left + p.x - w / 2 + "px";
+        button.style.top = top + p.y - h / 2 + "px";
         button.style.width = w + "px";
         button.style.height = h + "px";
       }
