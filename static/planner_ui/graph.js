@@ -64,6 +64,10 @@
   const MAX_DETAIL_LINES = 2;
 
   const LAYOUT = {name: "dagre", rankDir: "LR", nodeSep: 20, rankSep: 64, edgeSep: 12, fit: false, animate: false};
+  // Past this many steps dagre took seconds with the page frozen (20 s at 1,000 steps, 15 of
+  // them its network-simplex ranking; 4 with its longest-path ranking): columnsLayout instead.
+  // A plan the planner writes (60 steps at most) is always laid out by dagre.
+  const BIG_PLAN = 100;
   const FIT_PADDING = 24;
   // A small plan fitted to the box would be blown up to the maximum zoom: stop a bit above 1.
   const MAX_FIT_ZOOM = 1.25;
@@ -161,6 +165,57 @@
       edges.push({group: "edges", classes: "dependency", data: {id: id, source: source, target: target, critical: e.critical ? "yes" : "no"}});
     }
     return steps.map((s) => ({group: "nodes", classes: ["step"].concat(extraClasses(s)).join(" "), data: nodeData(s)})).concat(edges);
+  }
+
+  // A layered layout in time linear in the plan's arrows, for plans past BIG_PLAN: each step in
+  // the column of its longest chain of dependencies, each column ordered by the mean row of
+  // the steps its steps wait on (then of those waiting on them), a few sweeps each way, its
+  // boxes stacked and centred. Crosses more arrows than dagre; a plan that big is read as a map.
+  function columnsLayout(cy) {
+    const ids = cy.nodes(".step").map((n) => n.id());
+    const parents = new Map(ids.map((id) => [id, []])), children = new Map(ids.map((id) => [id, []]));
+    cy.edges(".dependency").forEach((e) => {
+      const source = e.source().id(), target = e.target().id();
+      if (!parents.has(target) || !children.has(source)) return;
+      parents.get(target).push(source);
+      children.get(source).push(target);
+    });
+    // Longest paths, in Kahn's order (a plan is a DAG; a step on a cycle would stay in column 0).
+    const waiting = new Map(ids.map((id) => [id, parents.get(id).length]));
+    const column = new Map(), ready = ids.filter((id) => waiting.get(id) === 0);
+    for (let i = 0; i < ready.length; i++) {
+      const at = column.get(ready[i]) || 0;
+      for (const child of children.get(ready[i])) {
+        column.set(child, Math.max(column.get(child) || 0, at + 1));
+        waiting.set(child, waiting.get(child) - 1);
+        if (waiting.get(child) === 0) ready.push(child);
+      }
+    }
+    const columns = [];
+    for (const id of ids) (columns[column.get(id) || 0] ||= []).push(id);
+    const row = new Map();
+    const number = (col) => col.forEach((id, i) => row.set(id, i));
+    columns.forEach(number);
+    const meanRow = (near, own) => (near.length ? near.reduce((sum, id) => sum + row.get(id), 0) / near.length : own);
+    for (let sweep = 0; sweep < 4; sweep++) {
+      const down = sweep % 2 === 0;
+      for (const col of down ? columns.slice(1) : columns.slice(0, -1).reverse()) {
+        if (!col) continue;
+        const key = new Map(col.map((id) => [id, meanRow((down ? parents : children).get(id), row.get(id))]));
+        col.sort((a, b) => key.get(a) - key.get(b));
+        number(col);
+      }
+    }
+    const positions = {};
+    columns.forEach((col, c) => {
+      const heights = col.map((id) => cy.getElementById(id).data("height"));
+      let y = -(heights.reduce((sum, h) => sum + h, 0) + LAYOUT.nodeSep * (col.length - 1)) / 2;
+      col.forEach((id, i) => {
+        positions[id] = {x: c * (NODE_WIDTH + LAYOUT.rankSep), y: y + heights[i] / 2};
+        y += heights[i] + LAYOUT.nodeSep;
+      });
+    });
+    return positions;
   }
 
   function style() {
@@ -512,7 +567,9 @@
     }
 
     function layout() {
-      cy.layout(Object.assign({}, LAYOUT, {eles: plan()})).run();
+      const big = cy.nodes(".step").length > BIG_PLAN;
+      const how = big ? {name: "preset", positions: columnsLayout(cy), fit: false, animate: false} : LAYOUT;
+      cy.layout(Object.assign({}, how, {eles: plan()})).run();
     }
 
     function render(newData) {
