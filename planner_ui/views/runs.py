@@ -60,7 +60,7 @@ from planner_ui.core.status import (
 )
 from planner_ui.models import PlanProposal, Run, Step
 from planner_ui.selectors.approvals import run_approvals
-from planner_ui.selectors.estimate import run_estimate
+from planner_ui.selectors.estimate import plan_estimate, run_estimate
 from planner_ui.selectors.files import run_files
 from planner_ui.selectors.local_models import local_models_panel
 from planner_ui.selectors.proposals import proposal_review
@@ -506,8 +506,13 @@ def _cards_context(
         deps = {step_id: depends_on for step_id, depends_on, _ in rows}
         statuses = {step_id: status for step_id, _, status in rows}
         forkable = forkable_steps(deps, statuses)
-    estimate = run_estimate(run, steps if all_steps else None)
-    critical = set(estimate.plan.critical_path) if estimate.plan else set()
+    # The page shows the run's estimate beside what it used; a card needs only its own step's
+    # estimate and the critical path, which the plan alone gives (plan_estimate reads no
+    # outputs: a card refresh does not grow with what the other steps wrote).
+    estimate = run_estimate(run, steps) if all_steps else None
+    planned = estimate.plan if estimate is not None else plan_estimate(run)
+    by_step = {e.step_id: e for e in planned.steps} if planned else {}
+    critical = set(planned.critical_path) if planned else set()
     again_url = _step_url("step_again", run.pk)
     editor_url = _step_url("step_editor", run.pk)
     output_url = _step_url("step_output", run.pk)
@@ -537,9 +542,7 @@ def _cards_context(
             forkable=forks and step.step_id in forkable,
             again_url=again_url(step.step_id),
             editor_url=editor_url(step.step_id),
-            estimate_note=estimate_note(
-                estimate.by_step.get(step.step_id), step.step_id in critical
-            ),
+            estimate_note=estimate_note(by_step.get(step.step_id), step.step_id in critical),
             worker_lost=(
                 step.status == StepStatus.RUNNING
                 and step.heartbeat_at is not None
@@ -577,11 +580,8 @@ def run_step_cards(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     wanted = [s for s in request.GET.get("steps", "").split(",") if s][:MAX_CARDS_PER_REQUEST]
     steps = list(run.steps.filter(step_id__in=wanted))
-    # The version its edit forms say they change, as the page's do: without it, an edit from
-    # a card refreshed while the run went on was refused for want of a version number.
-    current_version = run.plan_versions.order_by("number").last()
     cards = _cards_context(run, steps, tools_for_run(run))
-    context = {"run": run, "oob": True, "current_version": current_version, **cards}
+    context = {"run": run, "oob": True, **cards}
     return render(request, "planner_ui/_step_cards.html", context)
 
 

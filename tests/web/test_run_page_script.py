@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from planner_ui.core.events import EventType
@@ -110,3 +112,21 @@ def test_another_users_cards_are_a_404(client_alice, make_user) -> None:
     run_plan(run.pk)
     response = client_alice.get(reverse("run_step_cards", args=[run.pk]), {"steps": "synthesis"})
     assert response.status_code == 404
+
+
+def test_a_card_refresh_reads_the_outputs_of_its_cards_only(client_alice, alice) -> None:
+    """Refreshing a few cards of a big run must not grow with what its other steps wrote: the
+    estimate a card shows comes from the plan's columns, not from every step's row."""
+    run = Run.objects.create(owner=alice, task="Compute 1500 * 0.2 + 75")
+    run_plan(run.pk)
+    run_approve_plan(run.pk)
+    drive(run)
+    step = run.steps.exclude(step_id="synthesis").first()
+    with CaptureQueriesContext(connection) as queries:
+        response = client_alice.get(
+            reverse("run_step_cards", args=[run.pk]), {"steps": step.step_id}
+        )
+    assert response.status_code == 200
+    outputs_read = [q["sql"] for q in queries if '"planner_ui_step"."output"' in q["sql"]]
+    assert outputs_read
+    assert all(f"'{step.step_id}'" in sql for sql in outputs_read), outputs_read
