@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from planner_ui.core.frames import event_fitted, frames, text_fitted
 from planner_ui.core.plan import STEP_ID_PATTERN
 from planner_ui.fanout import fanout
 from planner_ui.selectors.approvals import pending_count
@@ -168,7 +169,7 @@ class RunConsumer(_ClientMessages):
         if steps is None or steps:
             for message in await sync_to_async(live_text_snapshot)(self.run_id):
                 if steps is None or message["step_id"] in steps:
-                    await self.send_json({"type": "text", **message})
+                    await self.send_json(text_fitted({"type": "text", **message}))
         while self.held_text:
             await self.send(text_data=self.held_text.pop(0))
         self.held_text = None
@@ -214,7 +215,8 @@ class RunConsumer(_ClientMessages):
             for event in batch:
                 if event["seq"] > self.last_sent:
                     self.last_sent = event["seq"]
-                    await self.send_json({"type": "event", "event": event})
+                    message = json.dumps({"type": "event", "event": event})
+                    await self.send(text_data=event_fitted(message))
             if len(batch) < REPLAY_BATCH:
                 break
         await self.send_json({"type": "replay.done", "seq": self.last_sent})
@@ -262,12 +264,11 @@ class RunConsumer(_ClientMessages):
             texts.append(text)
         for seq in [seq for seq in self.early if seq <= self.last_sent]:
             del self.early[seq]
-        if self.batched and len(texts) > 1:
-            # Each event as it was serialized for every watcher, in a frame of its own shape.
-            await self.send(text_data='{"type": "batch", "messages": [' + ", ".join(texts) + "]}")
-            return
-        for text in texts:
-            await self.send(text_data=text)
+        # Each event as it was serialized for every watcher (cut where it would not fit in a
+        # frame: core.frames), in batch frames of their own shape for a client that reads them.
+        fitted = [event_fitted(text) for text in texts]
+        for frame in frames(fitted) if self.batched else fitted:
+            await self.send(text_data=frame)
 
     def _watch_gap(self) -> None:
         """Events wait for the one before them over pub/sub for a while, then from the log;

@@ -12,6 +12,7 @@ from django.test import Client
 
 from agentsite.asgi import application
 from planner_ui.consumers import GAP_WAIT_S
+from planner_ui.core.frames import FRAME_CHARS
 from planner_ui.models import Run, RunEvent
 from planner_ui.services.broadcast import group_publish
 from planner_ui.services.events import event_append, run_group
@@ -444,3 +445,51 @@ async def test_the_inbox_socket_pushes_the_pending_count_to_its_user_only(make_u
     )
     connected, code = await anonymous.connect(timeout=5)
     assert await refusal_code(anonymous, connected, code) == 4401
+
+
+@database_sync_to_async
+def _logged_long(run: Run, seq: int) -> dict:
+    """A step's end whose output alone is longer than a frame may be (a 1,000-step run's
+    deliverable was 1.4 MB, and Daphne refuses to send a message over 1 MiB)."""
+    return RunEvent.objects.create(
+        run=run,
+        seq=seq,
+        type="step.succeeded",
+        step_id="synthesis",
+        payload={"output": "deliverable " * 150_000, "tokens_in": 1, "tokens_out": 2},
+    ).as_message()
+
+
+def _fitted_events(frame_text: str) -> list[dict]:
+    assert len(frame_text) <= FRAME_CHARS
+    frame = json.loads(frame_text)
+    return [m["event"] for m in (frame["messages"] if frame["type"] == "batch" else [frame])]
+
+
+async def test_an_event_too_long_for_a_frame_comes_cut_and_what_follows_still_comes(make_user):
+    run, batched, plain = await _batched_and_plain(make_user)
+    long = await _logged_long(run, 1)
+    after = (await _logged_unpublished(run, 2))[2]
+    _publish(run, long, after)  # one transaction's: the synthesis's end, then the run's
+    for ws in (batched, plain):
+        received = []
+        while len(received) < 2:
+            received += _fitted_events(await ws.receive_from(timeout=5))
+        assert [e["seq"] for e in received] == [1, 2]
+        assert received[0]["cut"] is True
+        assert received[0]["payload"]["output"].startswith("deliverable deliverable")
+        assert received[1] == after
+        await ws.disconnect()
+
+    # Replayed from the log, to a page that connects after it: the same.
+    cookie = await database_sync_to_async(lambda: session_cookie(run.owner))()
+    ws, connected, _ = await _connect(run.pk, cookie, batch=True)
+    assert connected
+    replayed = []
+    while True:
+        text = await ws.receive_from(timeout=5)
+        if json.loads(text)["type"] == "replay.done":
+            break
+        replayed += _fitted_events(text)
+    assert [e["seq"] for e in replayed] == [1, 2] and replayed[0]["cut"] is True
+    await ws.disconnect()
