@@ -16,7 +16,8 @@ import os
 import shutil
 import statistics
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,3 +148,47 @@ def _quiet(tab: Any) -> dict[str, float]:
         time.sleep(0.1)
     figures: dict[str, float] = tab.evaluate(_READ)
     return figures
+
+
+_ENDED = """() => {
+  const header = document.getElementById("run-header");
+  return Boolean(header) && header.dataset.status === "succeeded";
+}"""
+
+
+def watched(context: Any, url: str, execute: Callable[[], None]) -> dict[str, Any]:
+    """The run page open while `execute` runs the whole run in this process (at the offline
+    model's zero latency: events come as fast as the app makes them): how long it took, how
+    long until the page said the run had ended (None: not within LONGEST_S after), its main
+    thread's long tasks meanwhile, and what it fetched."""
+    tab = context.new_page()
+    fetched: Counter[str] = Counter()
+
+    def note(request: Any) -> None:
+        path = request.url.split("?")[0]
+        if "/static/" not in path:
+            fetched[path.rstrip("/").rsplit("/", 1)[-1]] += 1
+
+    try:
+        tab.goto(url, wait_until="load", timeout=LONGEST_S * 1000)
+        _quiet(tab)
+        tab.evaluate("() => { window.__benchLongTasks.length = 0; }")
+        tab.on("request", note)
+        started = time.monotonic()
+        execute()
+        ran_s = time.monotonic() - started
+        try:
+            tab.wait_for_function(_ENDED, timeout=LONGEST_S * 1000)
+            shown_s: float | None = time.monotonic() - started
+        except Exception:  # Playwright's TimeoutError: the page never said so
+            shown_s = None
+        long_tasks = tab.evaluate("() => window.__benchLongTasks.reduce((s, [, d]) => s + d, 0)")
+    finally:
+        tab.close()
+    return {
+        "ran_s": ran_s,
+        "shown_s": shown_s,
+        "long_tasks_ms": long_tasks,
+        # By the URL's last part: the run's id (its page), "steps" (cards), "timeline".
+        "fetched": dict(fetched),
+    }

@@ -10,7 +10,8 @@ the server's time (median of `--repeat`), the response's size and its database s
 Statements must not grow with the plan (a query per step is the classic way a page dies at 1,000
 steps); time and size grow at most linearly. With `--browser`, the plan editor and the finished
 run page are also loaded in headless Chromium from a Daphne (bench.page_load): what the browser
-adds to the server's time before a person can use the page.
+adds to the server's time before a person can use the page; and the run page is watched while
+the run executes here, to see whether it keeps up with the events and says when the run ends.
 Run it on SQLite and with DATABASE_URL on PostgreSQL."""
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows: list[tuple[int, str, float, int, int]] = []
     loads: list[tuple[int, page_load.Load]] = []
+    watches: list[tuple[int, dict[str, Any]]] = []
     with app_in_process():
         from django.conf import settings
         from django.db import connection
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                 else None
             )
             for size in (int(s) for s in args.sizes.split(",")):
-                rows += _measure(size, args.width, args.repeat, base_url, loads)
+                rows += _measure(size, args.width, args.repeat, base_url, loads, watches)
     print(f"\n{connection.vendor}, layered plans of width {args.width}, median of {args.repeat}")
     print(f"{'steps':>6} {'page':28} {'server ms':>10} {'KB':>8} {'statements':>11}")
     for size, page, ms, size_bytes, statements in rows:
@@ -71,6 +73,22 @@ def main(argv: list[str] | None = None) -> int:
                 f"{f['load_ms']:7.0f} {f['busy_until_ms']:11.0f} {f['long_tasks_ms']:11.0f} "
                 f"{f['elements']:9.0f} {f['heap_mb'] or 0:8.1f}"
             )
+    if watches:
+        print(
+            "\nthe run page open while the run executes here (zero latency): seconds until the "
+            "steps were done and until the page said the run had ended, its long tasks "
+            "meanwhile, and what it fetched (its page, step cards, timeline)"
+        )
+        for size, watch in watches:
+            shown = f"{watch['shown_s']:.1f} s" if watch["shown_s"] is not None else "never"
+            fetched = watch["fetched"]
+            print(
+                f"{size:6d} steps: ran {watch['ran_s']:.1f} s, shown ended {shown}, long tasks "
+                f"{watch['long_tasks_ms']:.0f} ms; fetched {fetched.get('steps', 0)} card "
+                f"batches, {fetched.get('timeline', 0)} timelines, "
+                f"{sum(fetched.values()) - fetched.get('steps', 0) - fetched.get('timeline', 0)} "
+                "others"
+            )
     return 0
 
 
@@ -80,6 +98,7 @@ def _measure(
     repeat: int,
     base_url: str | None,
     loads: list[tuple[int, page_load.Load]],
+    watches: list[tuple[int, dict[str, Any]]],
 ) -> list[tuple[int, str, float, int, int]]:
     from django.conf import settings
     from django.db import connection
@@ -134,14 +153,22 @@ def _measure(
         editor = reverse("step_editor", args=[run.pk, middle])
         htmx = {"HX-Request": "true"}
         fetch("a step's edit forms", editor, htmx)
-        run_approve_plan(run.pk)
-        while ready := list(
-            Step.objects.filter(run_id=run.pk, status=StepStatus.QUEUED).values_list(
-                "step_id", flat=True
-            )
-        ):
-            for step_id in ready:
-                step_execute(run.pk, step_id, "bench-pages")
+
+        def execute() -> None:
+            run_approve_plan(run.pk)
+            while ready := list(
+                Step.objects.filter(run_id=run.pk, status=StepStatus.QUEUED).values_list(
+                    "step_id", flat=True
+                )
+            ):
+                for step_id in ready:
+                    step_execute(run.pk, step_id, "bench-pages")
+
+        if context is not None and base_url is not None:
+            url = base_url + reverse("run_detail", args=[run.pk])
+            watches.append((size, page_load.watched(context, url, execute)))
+        else:
+            execute()
         some = ",".join(step["id"] for step in shape.plan()["steps"][:20])
         pages: list[tuple[str, Any]] = [
             ("run page (finished)", reverse("run_detail", args=[run.pk])),
