@@ -13,6 +13,7 @@ Messages are JSON as `json.dumps` writes it by default (ASCII), so characters ar
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 FRAME_CHARS = 256 * 1024
@@ -29,6 +30,13 @@ def event_fitted(text: str, limit: int = FRAME_CHARS) -> str:
     length that makes it fit, each saying how much was left out."""
     if len(text) <= limit:
         return text
+    return _cut_to_fit(text, limit)
+
+
+# Every watcher of the run in a process is forwarded the same string by the Fanout (its hash
+# kept on it): a long event is parsed and cut once there, not once a watcher.
+@lru_cache(maxsize=4)
+def _cut_to_fit(text: str, limit: int) -> str:
     message = json.loads(text)
     event = message["event"]
     whole = event["payload"]

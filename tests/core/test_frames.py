@@ -32,6 +32,8 @@ def test_a_long_event_keeps_its_keys_and_the_start_of_its_texts() -> None:
     assert event["payload"]["output"].startswith("aaaa")
     assert event["payload"]["output"].endswith("more characters]")
     assert event["payload"]["tokens_in"] == 3
+    # The next watcher of the same event gets the same cut, made once.
+    assert event_fitted(text, limit=1000) is fitted
 
 
 def test_frames_hold_every_message_in_order_each_within_the_limit() -> None:
