@@ -8,9 +8,11 @@ order, rule 3; queued from, rule 2; the shared finish, rule 4; after commit, rul
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from planner_ui.core import dag
@@ -62,11 +64,35 @@ def dependencies_count(run: Run) -> None:
 class Carry:
     """The step a finishing worker runs next itself, if its finish made one ready: claimed for
     it in the finish's own transaction, its event through the finish's buffer, and sent to no
-    queue (see steps.step_execute)."""
+    queue (see steps.step_execute).
 
-    def __init__(self, claim: Callable[[str, EventBuffer], int | None]) -> None:
+    `claim(step_id, events)` claims a step the count-down queued. On PostgreSQL, with `took`,
+    the count-down claims it in its own statement for `worker` instead (_COUNT_DOWN_CARRYING),
+    and `took(row, at, events)` makes the step of its row (steps._CLAIM_WHOLE's shape) and
+    tells of its start."""
+
+    def __init__(
+        self,
+        claim: Callable[[str, EventBuffer], int | None],
+        *,
+        worker: str = "",
+        took: Callable[[Sequence[Any], datetime, EventBuffer], int] | None = None,
+    ) -> None:
         self.claim = claim
+        self.worker = worker
+        self.took = took
         self.pk: int | None = None
+
+
+class Counted(NamedTuple):
+    """What a count-down did: the steps it queued, in the plan's order; whether any child still
+    waits; and, where it claimed the first of them for a carry-on, that step's row and the time
+    it was queued and claimed at."""
+
+    ready: list[str]
+    waiting: bool
+    carried: Sequence[Any] | None = None
+    at: datetime | None = None
 
 
 def dispatch_ready(run: Run) -> list[str]:
@@ -74,7 +100,7 @@ def dispatch_ready(run: Run) -> list[str]:
     its own dependents as it counts them down: _count_down)."""
     if not _may_dispatch(run):
         return []
-    return _dispatch(run, _queue_ready(run.pk), None, None)
+    return _dispatch(run, Counted(_queue_ready(run.pk), False), None, None)
 
 
 def _may_dispatch(run: Run) -> bool:
@@ -83,18 +109,23 @@ def _may_dispatch(run: Run) -> bool:
 
 
 def _dispatch(
-    run: Run, ready: list[str], carry: Carry | None, events: EventBuffer | None
+    run: Run, counted: Counted, carry: Carry | None, events: EventBuffer | None
 ) -> list[str]:
     """Hand steps just moved to queued on: their events (through a finish's buffer, if one
     queued them), the carried one to the caller, the rest to the queue once the transaction
     commits."""
+    ready = counted.ready
     queued: list[Event] = [(EventType.STEP_QUEUED, {}, step_id) for step_id in ready]
     if events is None:
         events_append(run.pk, queued)
     else:
         events.append_all(run.pk, queued)
     sent = ready
-    if carry is not None and ready:
+    if carry is not None and counted.carried is not None and counted.at is not None:
+        assert carry.took is not None  # only a carry that can take a row is given one
+        carry.pk = carry.took(counted.carried, counted.at, events or EventBuffer())
+        sent = ready[1:]
+    elif carry is not None and ready:
         carry.pk = carry.claim(ready[0], events or EventBuffer())
         if carry.pk is not None:
             sent = ready[1:]
@@ -105,16 +136,27 @@ def _dispatch(
 
 # The statuses a step is queued from (pending), as the transition table allows.
 _QUEUED_FROM = sorted(s.value for s in step_sources(StepStatus.QUEUED, {StepStatus.PENDING}))
+# A carried step goes from pending through queued to running in one statement: each move must
+# be the table's (this raises when the module loads if the second stops being one).
+step_sources(StepStatus.RUNNING, {StepStatus.QUEUED})
 
 
-def _count_down(run: Run, step_ids: list[str]) -> tuple[list[str], bool]:
+def _count_down(run: Run, step_ids: list[str], carry: Carry | None = None) -> Counted:
     """One dependency fewer to wait on for each of `step_ids`, after one of theirs succeeded,
     and those left with none queued in the same UPDATE where the run lets steps start: the
     steps it queued, in the plan's order, and whether any of `step_ids` still waits (so the run
     is not over). Counting down and queuing were two statements, each a round trip under the
-    children's row locks on PostgreSQL."""
+    children's row locks on PostgreSQL. With a `carry` that can take a row, on PostgreSQL, the
+    first step it queues is claimed in the same statement (_count_down_carrying)."""
     if not step_ids:
-        return [], False
+        return Counted([], False)
+    if (
+        carry is not None
+        and carry.took is not None
+        and connection.vendor == "postgresql"
+        and _may_dispatch(run)
+    ):
+        return _count_down_carrying(run, step_ids, carry.worker)
     table = sql.table(Step)
     # The children's rows are locked in one order, by step id. Locked in the order each
     # UPDATE's scan met them, two finishes counting down children they share deadlocked on
@@ -128,7 +170,7 @@ def _count_down(run: Run, step_ids: list[str]) -> tuple[list[str], bool]:
             f"UPDATE {table} SET waiting_on = waiting_on - 1 WHERE {rows_of} RETURNING status",
             [run.pk, *step_ids],
         )
-        return [], any(status == StepStatus.PENDING for (status,) in counted)
+        return Counted([], any(status == StepStatus.PENDING for (status,) in counted))
     # SET reads the row as it was; RETURNING sees it as it is now. A step this statement
     # queued carries this very queued_at (one queued before by another way keeps its own).
     becomes = f"waiting_on = 1 AND status IN ({sql.marks(len(_QUEUED_FROM))})"
@@ -142,7 +184,68 @@ def _count_down(run: Run, step_ids: list[str]) -> tuple[list[str], bool]:
     )
     queued = sorted((position, step_id) for step_id, position, _, moved in counted if moved)
     waiting = any(status == StepStatus.PENDING for _, _, status, _ in counted)
-    return [step_id for _, step_id in queued], waiting
+    return Counted([step_id for _, step_id in queued], waiting)
+
+
+# PostgreSQL: the count-down, and the claim of the step it makes ready first in the plan's
+# order for the finishing worker to carry on to (rule 7), in one statement: the claim was a
+# round trip of its own after the count-down, with the children's rows locked. The children
+# are locked by step id as _count_down locks them; the carried step goes from pending through
+# queued to running at once (both moves are the transition table's: _QUEUED_FROM, then
+# steps' _QUEUED), and comes back in steps._CLAIM_WHOLE's shape: the step, its run, its
+# parents' outputs. The parents are read with a share lock, not from the statement's snapshot:
+# that was taken before the statement waited for the children's locks, and a sibling that held
+# them committed its own output meanwhile; a share lock sees the row as last committed (a key
+# share does not: it neither waits for nor looks past an update that left the key alone). No
+# one writes a finished step's row but under its run's row locked for update, which this
+# finish's key share of the run holds off: the share lock waits for nothing.
+_COUNT_DOWN_CARRYING = (
+    "WITH children AS MATERIALIZED ("
+    "SELECT id, run_id, position, step_id, depends_on, "
+    "waiting_on = 1 AND status IN ({pending}) AS ready "
+    f"FROM {sql.table(Step)} WHERE run_id = %s AND step_id = ANY(%s::text[]) "
+    "ORDER BY step_id FOR UPDATE), "
+    "carried AS MATERIALIZED ("
+    "SELECT id FROM children WHERE ready ORDER BY position, step_id LIMIT 1), "
+    "parents AS MATERIALIZED (SELECT parent.step_id, parent.title, parent.output "
+    f"FROM {sql.table(Step)} AS parent WHERE parent.run_id = %s AND parent.step_id IN ("
+    "SELECT jsonb_array_elements_text(children.depends_on) FROM children "
+    "JOIN carried USING (id)) FOR SHARE OF parent) "
+    f"UPDATE {sql.table(Step)} AS step SET waiting_on = step.waiting_on - 1, "
+    "status = CASE WHEN carried.id IS NOT NULL THEN %s "
+    "WHEN children.ready THEN %s ELSE step.status END, "
+    "queued_at = CASE WHEN children.ready THEN %s ELSE step.queued_at END, "
+    "attempts = step.attempts + CASE WHEN carried.id IS NOT NULL THEN 1 ELSE 0 END, "
+    "started_at = CASE WHEN carried.id IS NOT NULL THEN %s ELSE step.started_at END, "
+    "heartbeat_at = CASE WHEN carried.id IS NOT NULL "
+    "THEN statement_timestamp() ELSE step.heartbeat_at END, "
+    "worker = CASE WHEN carried.id IS NOT NULL THEN %s ELSE step.worker END "
+    "FROM children LEFT JOIN carried USING (id) "
+    f"LEFT JOIN {sql.table(Run)} AS run_now "
+    "ON run_now.id = children.run_id AND carried.id IS NOT NULL "
+    "WHERE step.id = children.id "
+    "RETURNING step.step_id, step.position, step.status, children.ready, "
+    f"carried.id IS NOT NULL, {sql.columns(Step, prefix='step.')}, "
+    f"{sql.columns(Run, prefix='run_now.')}, "
+    "CASE WHEN carried.id IS NOT NULL THEN (SELECT json_agg(json_build_array("
+    "parents.step_id, parents.title, parents.output)) FROM parents) END"
+).format(pending=", ".join(f"'{status}'" for status in _QUEUED_FROM))
+_CARRIED_FROM = 5  # where the carried step's row starts in a row of _COUNT_DOWN_CARRYING
+
+
+def _count_down_carrying(run: Run, step_ids: list[str], worker: str) -> Counted:
+    """_count_down with the first step it queues claimed for `worker`, in one statement."""
+    at = timezone.now()
+    now = sql.when(at)
+    counted = sql.rows(
+        _COUNT_DOWN_CARRYING,
+        [run.pk, step_ids, run.pk, StepStatus.RUNNING.value, StepStatus.QUEUED.value]
+        + [now, now, worker],
+    )
+    queued = sorted((position, step_id) for step_id, position, _, ready, *_ in counted if ready)
+    waiting = any(status == StepStatus.PENDING for _, _, status, *_ in counted)
+    carried = next((row[_CARRIED_FROM:] for row in counted if row[4]), None)
+    return Counted([step_id for _, step_id in queued], waiting, carried, at)
 
 
 def _queue_ready(run_id: int) -> list[str]:
@@ -198,8 +301,8 @@ def step_settled(
     if run.status != RunStatus.RUNNING:
         return
     if status == StepStatus.SUCCEEDED:
-        ready, waiting = _count_down(run, dependents)
-        if _dispatch(run, ready, carry, events) or waiting:
+        counted = _count_down(run, dependents, carry)
+        if _dispatch(run, counted, carry, events) or counted.waiting:
             return  # what it queued, or what still waits on other steps, is left to run
         if shared:
             # Two last steps that finished side by side would each see the other running.

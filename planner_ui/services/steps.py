@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
@@ -227,21 +227,6 @@ _CLAIM_WHOLE = (
     "AND parent.step_id IN (SELECT jsonb_array_elements_text(claimed.depends_on))) "
     "FROM claimed, counter, started"
 )
-# PostgreSQL, a carried step's claim (rule 7), inside its parent's finish: _CLAIM's, with the
-# step, its run (as the finish's statements see it) and its parents' outputs (its parent's just
-# written) in _CLAIM_WHOLE's shape; its event goes with the finish's (EventBuffer.at_end).
-_CLAIM_CARRIED = (
-    f"UPDATE {sql.table(Step)} AS claimed SET status = %s, attempts = attempts + 1, "
-    "started_at = %s, heartbeat_at = statement_timestamp(), worker = %s "
-    f"FROM {sql.table(Run)} AS run_now "
-    "WHERE claimed.run_id = %s AND claimed.step_id = %s AND claimed.status = %s "
-    "AND run_now.id = claimed.run_id "
-    f"AND EXISTS (SELECT 1 FROM {sql.table(Run)} WHERE id = %s AND status = %s FOR KEY SHARE) "
-    f"RETURNING {sql.columns(Step, prefix='claimed.')}, {sql.columns(Run, prefix='run_now.')}, "
-    "(SELECT json_agg(json_build_array(parent.step_id, parent.title, parent.output)) "
-    f"FROM {sql.table(Step)} AS parent WHERE parent.run_id = claimed.run_id "
-    "AND parent.step_id IN (SELECT jsonb_array_elements_text(claimed.depends_on)))"
-)
 _STEP_COLUMNS = len(Step._meta.concrete_fields)
 _RUN_COLUMNS = len(Run._meta.concrete_fields)
 _PAYLOAD = RunEvent._meta.get_field("payload")
@@ -439,7 +424,7 @@ def _execute(
         if workspace is not None:
             workspace_drop(workspace)
     loaded: dict[int, Step] = {}
-    carry = Carry(_carry_claim(run_id, step_id, worker, loaded)) if carry_on else None
+    carry = _carry(run_id, step_id, worker, loaded) if carry_on else None
     step_finish(
         run_id,
         step_id,
@@ -455,35 +440,27 @@ def _execute(
     return loaded.get(carry.pk) or _claimed(carry.pk)
 
 
-def _carry_claim(
-    run_id: int, parent: str, worker: str, loaded: dict[int, Step]
-) -> Callable[[str, EventBuffer], int | None]:
+def _carry(run_id: int, parent: str, worker: str, loaded: dict[int, Step]) -> Carry:
     """How a finish claims, in its own transaction, the step it makes ready for this process,
-    its event through the finish's buffer; on PostgreSQL the step, its run and its parents'
+    its event through the finish's buffer. On PostgreSQL the count-down claims it in its own
+    statement (`took`, scheduler._COUNT_DOWN_CARRYING), and the step, its run and its parents'
     outputs come back with the claim, into `loaded`, rather than in two more round trips once
-    the finish commits."""
+    the finish commits; elsewhere `claim` claims it once queued, in the same transaction."""
 
-    def claim(step_id: str, events: EventBuffer) -> int | None:
-        if connection.vendor != "postgresql":
-            return _claim(run_id, step_id, worker, carried_from=parent, events=events)
-        now = timezone.now()
-        found = sql.rows(
-            _CLAIM_CARRIED,
-            [StepStatus.RUNNING.value, sql.when(now), worker, run_id, step_id, _QUEUED.value]
-            + [run_id, RunStatus.RUNNING.value],
-        )
-        if not found:
-            return None
-        step = _whole_claimed(found[0])
+    def took(row: Sequence[Any], now: datetime, events: EventBuffer) -> int:
+        step = _whole_claimed(row)
         loaded[step.pk] = step
         started = {"attempt": step.attempts, **_started(now, None, worker, parent)}
-        events.append(run_id, EventType.STEP_STARTED, started, step_id=step_id)
+        events.append(run_id, EventType.STEP_STARTED, started, step_id=step.step_id)
         return step.pk
 
-    return claim
+    def claim(step_id: str, events: EventBuffer) -> int | None:
+        return _claim(run_id, step_id, worker, carried_from=parent, events=events)
+
+    return Carry(claim, worker=worker, took=took)
 
 
-def _whole_claimed(row: tuple[Any, ...]) -> Step:
+def _whole_claimed(row: Sequence[Any]) -> Step:
     """A claimed step, its run and its parents' outputs, from a row of _CLAIM_WHOLE's shape."""
     step = sql.instance_of(Step, row[:_STEP_COLUMNS])
     step.run = sql.instance_of(Run, row[_STEP_COLUMNS : _STEP_COLUMNS + _RUN_COLUMNS])

@@ -20,7 +20,7 @@ from planner_ui.services.accounting import call_record
 from planner_ui.services.event_buffer import EventBuffer
 from planner_ui.services.events import event_append
 from planner_ui.services.scheduler import dependencies_count
-from planner_ui.services.steps import step_claim, step_finish
+from planner_ui.services.steps import _carry, step_claim, step_finish
 from planner_ui.stores import sql
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db(transaction=True)]
@@ -185,6 +185,60 @@ def test_a_step_finishes_and_queues_its_child_while_another_finish_is_in_flight(
     assert Step.objects.get(run=run, step_id="join").status == StepStatus.QUEUED
     seqs = list(RunEvent.objects.filter(run=run).values_list("seq", flat=True))
     assert seqs == list(range(1, len(seqs) + 1))
+
+
+@postgresql_only
+def test_a_carried_step_gets_the_output_its_other_parent_committed_while_it_was_being_readied(
+    make_user,
+):
+    run = joined_pair(make_user())
+    # b's end, made by hand in another connection: its output stored and the join counted
+    # down, not yet committed. a's count-down waits for the join's row until it commits.
+    b_holds, b_may_commit = threading.Event(), threading.Event()
+
+    def b_finishes() -> None:
+        try:
+            with transaction.atomic():
+                steps = Step.objects.filter(run=run)
+                steps.filter(step_id="b").update(status=StepStatus.SUCCEEDED, output="out b")
+                steps.filter(step_id="join").update(waiting_on=1)
+                b_holds.set()
+                b_may_commit.wait(10)
+        finally:
+            close_old_connections()
+
+    def commit_b_once_a_waits() -> None:
+        try:
+            with connection.cursor() as cursor:
+                for _ in range(500):
+                    cursor.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND datname = current_database()"
+                    )
+                    if cursor.fetchone()[0]:
+                        break
+                    time.sleep(0.01)
+        finally:
+            b_may_commit.set()
+            close_old_connections()
+
+    b = threading.Thread(target=b_finishes)
+    b.start()
+    assert b_holds.wait(10)
+    waiter = threading.Thread(target=commit_b_once_a_waits)
+    waiter.start()
+    loaded: dict[int, Step] = {}
+    carry = _carry(run.pk, "a", "w", loaded)
+    with lock_timeout(5):
+        step_finish(run.pk, "a", outcome=StepOutcome(output="out a"), carry=carry)
+    b.join(10)
+    waiter.join(10)
+
+    # The count-down's snapshot was taken before b committed; the parents' outputs it hands
+    # the carried step are b's as committed, not as that snapshot saw them.
+    (join,) = loaded.values()
+    assert (join.step_id, join.status, join.worker) == ("join", StepStatus.RUNNING, "w")
+    assert sorted(join.context_read) == [("a", "a", "out a"), ("b", "b", "out b")]
 
 
 @postgresql_only

@@ -20,7 +20,7 @@ from django.db import connection
 from django.utils import timezone
 
 from planner_ui.models import Run, RunEvent, Step
-from planner_ui.services import accounting, events, steps
+from planner_ui.services import accounting, events, scheduler, steps
 from planner_ui.stores import sql
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db]
@@ -49,9 +49,10 @@ def _claim_whole(run: Run) -> Filled:
     ]
 
 
-def _claim_carried(run: Run) -> Filled:
+def _count_down_carrying(run: Run) -> Filled:
     now = sql.when(timezone.now())
-    return steps._CLAIM_CARRIED, ["running", now, "w", run.pk, "b", "queued", run.pk, "running"]
+    text = scheduler._COUNT_DOWN_CARRYING
+    return text, [run.pk, ["b"], run.pk, "running", "queued", now, now, "w"]
 
 
 def _finish_params(run: Run) -> list[Any]:
@@ -71,7 +72,11 @@ def _finish_locking(run: Run) -> Filled:
 STATEMENTS: dict[str, tuple[str, Callable[[Run], Filled], set[str]]] = {
     "steps._CLAIM": (steps._CLAIM, _claim, {"sqlite"}),
     "steps._CLAIM_WHOLE": (steps._CLAIM_WHOLE, _claim_whole, {"postgresql"}),
-    "steps._CLAIM_CARRIED": (steps._CLAIM_CARRIED, _claim_carried, {"postgresql"}),
+    "scheduler._COUNT_DOWN_CARRYING": (
+        scheduler._COUNT_DOWN_CARRYING,
+        _count_down_carrying,
+        {"postgresql"},
+    ),
     "steps._FINISH": (steps._FINISH, _finish, {"sqlite"}),
     "steps._FINISH_LOCKING": (steps._FINISH_LOCKING, _finish_locking, {"postgresql"}),
     "events._NEXT_SEQS": (events._NEXT_SEQS, lambda run: (events._NEXT_SEQS, [1, run.pk]), set()),

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from planner_ui.core.plan import SYNTHESIS_STEP_ID
@@ -19,8 +20,9 @@ from planner_ui.providers.scripted import script
 from planner_ui.services.broadcast import AfterCommit
 from planner_ui.services.runs import run_approve_plan, run_create, run_plan
 from planner_ui.services.steps import StepBusy, step_claim, step_execute
+from planner_ui.stores import sql
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.database, pytest.mark.django_db]
 
 CARRY_S = 300.0
 
@@ -97,6 +99,25 @@ def test_a_finished_step_runs_one_step_it_made_ready_and_sends_the_others(make_u
         "c",
         SYNTHESIS_STEP_ID,
     ]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="one statement on PostgreSQL only")
+def test_on_postgresql_the_count_down_that_readies_a_step_claims_it_in_the_same_statement(
+    make_user,
+):
+    run = approved(make_user(), "one", [_step("a", []), _step("b", ["a"]), _step("c", ["a"])])
+    with CaptureQueriesContext(connection) as statements:
+        step_execute(run.pk, "a", "w1", carry_for_s=CARRY_S)
+    assert steps_of(run) == B_CARRIED_C_SENT
+    # Queued and started by one statement, at one instant: the claim was a round trip of its
+    # own after the count-down, with the children's rows locked.
+    b = run.steps.get(step_id="b")
+    assert b.queued_at == b.started_at
+    assert b.attempts == 1
+    counting = [q["sql"] for q in statements if "waiting_on = step.waiting_on - 1" in q["sql"]]
+    assert len(counting) == 2  # a's count-down claimed b; b's counted the synthesis down
+    claims = f"UPDATE {sql.table(Step)} SET status"
+    assert not [q for q in statements if q["sql"].startswith(claims)]
 
 
 def test_without_carry_on_a_step_runs_alone(make_user):
