@@ -370,6 +370,8 @@ def run_measure(
             **metrics.summary_ms(dispatch.after_parent_s),
             "waited_for_slot": len(dispatch.waited_for_slot),
         },
+        "dispatch_carried": metrics.summary_ms(dispatch.carried_s),
+        "dispatch_through_queue": metrics.summary_ms(dispatch.through_queue_s),
         "dispatch_ready_to_queued": metrics.summary_ms(phases.to_queued),
         "dispatch_queued_to_started": metrics.summary_ms(phases.to_started),
         # Of which: until the child's claim began (the commit, the enqueue, Celery's delivery

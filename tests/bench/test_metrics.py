@@ -81,6 +81,21 @@ def test_dispatch_splits_into_the_wait_for_the_write_lock_and_what_came_before()
     assert [round(x * 1000, 3) for x in phases.to_claiming] == [8.0]
 
 
+def test_dispatch_is_told_apart_for_steps_carried_on_and_steps_through_the_queue():
+    from bench.metrics import dispatch_latencies
+
+    steps = [
+        StepTiming("a", [], 0.0, 1.0),
+        StepTiming("b", ["a"], 1.0, 2.0, carried=True),  # claimed in a's finish
+        StepTiming("c", ["a"], 1.012, 2.0),
+        StepTiming("d", ["a"], 1.020, 2.0),
+    ]
+    dispatch = dispatch_latencies(steps, approved_at=0.0, slots=4)
+    assert [round(x * 1000) for x in dispatch.after_parent_s] == [0, 12, 20]
+    assert [round(x * 1000) for x in dispatch.carried_s] == [0]
+    assert [round(x * 1000) for x in dispatch.through_queue_s] == [12, 20]
+
+
 def test_the_makespan_s_chain_follows_the_parent_that_ended_last_and_sums_to_the_makespan():
     # a -> b (carried on) and a -> c (queued); d waits for both, c ends last; d is queued.
     steps = [
