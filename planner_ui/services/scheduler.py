@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from planner_ui.core import dag
@@ -66,10 +66,9 @@ class Carry:
     it in the finish's own transaction, its event through the finish's buffer, and sent to no
     queue (see steps.step_execute).
 
-    `claim(step_id, events)` claims a step the count-down queued. On PostgreSQL, with `took`,
-    the count-down claims it in its own statement for `worker` instead (_COUNT_DOWN_CARRYING),
-    and `took(row, at, events)` makes the step of its row (steps._CLAIM_WHOLE's shape) and
-    tells of its start."""
+    `claim(step_id, events)` claims a step the count-down queued. On PostgreSQL the finish's
+    statement claims it for `worker` instead (COUNT_DOWN_AFTER_FINISH), and `took(row, at,
+    events)` makes the step of its row (steps._CLAIM_WHOLE's shape) and tells of its start."""
 
     def __init__(
         self,
@@ -141,22 +140,15 @@ _QUEUED_FROM = sorted(s.value for s in step_sources(StepStatus.QUEUED, {StepStat
 step_sources(StepStatus.RUNNING, {StepStatus.QUEUED})
 
 
-def _count_down(run: Run, step_ids: list[str], carry: Carry | None = None) -> Counted:
+def _count_down(run: Run, step_ids: list[str]) -> Counted:
     """One dependency fewer to wait on for each of `step_ids`, after one of theirs succeeded,
     and those left with none queued in the same UPDATE where the run lets steps start: the
     steps it queued, in the plan's order, and whether any of `step_ids` still waits (so the run
     is not over). Counting down and queuing were two statements, each a round trip under the
-    children's row locks on PostgreSQL. With a `carry` that can take a row, on PostgreSQL, the
-    first step it queues is claimed in the same statement (_count_down_carrying)."""
+    children's row locks (on PostgreSQL a finish counts down in its own statement:
+    COUNT_DOWN_AFTER_FINISH)."""
     if not step_ids:
         return Counted([], False)
-    if (
-        carry is not None
-        and carry.took is not None
-        and connection.vendor == "postgresql"
-        and _may_dispatch(run)
-    ):
-        return _count_down_carrying(run, step_ids, carry.worker)
     table = sql.table(Step)
     # The children's rows are locked in one order, by step id. Locked in the order each
     # UPDATE's scan met them, two finishes counting down children they share deadlocked on
@@ -187,36 +179,48 @@ def _count_down(run: Run, step_ids: list[str], carry: Carry | None = None) -> Co
     return Counted([step_id for _, step_id in queued], waiting)
 
 
-# PostgreSQL: the count-down, and the claim of the step it makes ready first in the plan's
-# order for the finishing worker to carry on to (rule 7), in one statement: the claim was a
-# round trip of its own after the count-down, with the children's rows locked. The children
-# are locked by step id as _count_down locks them; the carried step goes from pending through
-# queued to running at once (both moves are the transition table's: _QUEUED_FROM, then
-# steps' _QUEUED), and comes back in steps._CLAIM_WHOLE's shape: the step, its run, its
-# parents' outputs. The parents are read with a share lock, not from the statement's snapshot:
-# that was taken before the statement waited for the children's locks, and a sibling that held
-# them committed its own output meanwhile; a share lock sees the row as last committed (a key
-# share does not: it neither waits for nor looks past an update that left the key alone). No
-# one writes a finished step's row but under its run's row locked for update, which this
-# finish's key share of the run holds off: the share lock waits for nothing.
-_COUNT_DOWN_CARRYING = (
-    "WITH children AS MATERIALIZED ("
-    "SELECT id, run_id, position, step_id, depends_on, "
-    "waiting_on = 1 AND status IN ({pending}) AS ready "
-    f"FROM {sql.table(Step)} WHERE run_id = %s AND step_id = ANY(%s::text[]) "
-    "ORDER BY step_id FOR UPDATE), "
+# PostgreSQL: the count-down of a finish, and the claim of the child it readies first in the
+# plan's order for the finishing worker to carry on to (rule 7), as the tail of the finish's
+# own statement (steps._FINISH_COUNTING, which names the step's run `run_state`, the step as
+# it finished `finished`, and whether to carry on: `carry`). Apart, they were three round
+# trips with the rows locked: the finish, the count-down, the claim. The children are locked
+# by step id, as _count_down locks them, after the run's row and the step's; the carried step
+# goes from pending through queued to running at once (both moves the transition table's:
+# _QUEUED_FROM, then steps' _QUEUED) and comes back in steps._CLAIM_WHOLE's shape, with its
+# parents' outputs. The other parents are read with a share lock, not from the statement's
+# snapshot: that was taken before the statement waited for the children's locks, and a
+# sibling that held them committed its own output meanwhile; a share lock sees the row as last
+# committed (a key share does not: it neither waits for nor looks past an update that left the
+# key alone). No one writes a finished step's row but under its run's row locked for update,
+# which the finish's lock of the run holds off: the share lock waits for nothing. The carried
+# step starts when the last of its parents finished, this one or another: a sibling that
+# stamped its end after this finish stamped its own can still commit first, while this
+# statement is on its way or waits for the children's locks.
+COUNT_DOWN_AFTER_FINISH = (
+    "children AS MATERIALIZED ("
+    "SELECT child.id, child.run_id, child.position, child.step_id, child.depends_on, "
+    "child.waiting_on = 1 AND child.status IN ({pending}) "
+    "AND (SELECT NOT replanning AND paused_at IS NULL FROM run_state) AS ready "
+    f"FROM {sql.table(Step)} AS child WHERE child.run_id = %s AND child.step_id = ANY(ARRAY("
+    "SELECT jsonb_array_elements_text(dependents) FROM finished)) "
+    "AND (SELECT status = %s FROM run_state) ORDER BY child.step_id FOR UPDATE), "
     "carried AS MATERIALIZED ("
-    "SELECT id FROM children WHERE ready ORDER BY position, step_id LIMIT 1), "
-    "parents AS MATERIALIZED (SELECT parent.step_id, parent.title, parent.output "
-    f"FROM {sql.table(Step)} AS parent WHERE parent.run_id = %s AND parent.step_id IN ("
+    "SELECT id FROM children WHERE ready AND %s ORDER BY position, step_id LIMIT 1), "
+    "parents AS MATERIALIZED (SELECT parent.step_id, parent.title, parent.output, "
+    "parent.finished_at "
+    f"FROM {sql.table(Step)} AS parent WHERE parent.run_id = %s AND parent.step_id = ANY(ARRAY("
     "SELECT jsonb_array_elements_text(children.depends_on) FROM children "
-    "JOIN carried USING (id)) FOR SHARE OF parent) "
-    f"UPDATE {sql.table(Step)} AS step SET waiting_on = step.waiting_on - 1, "
+    "JOIN carried USING (id))) AND parent.step_id NOT IN (SELECT step_id FROM finished) "
+    "FOR SHARE), "
+    f"counted AS (UPDATE {sql.table(Step)} AS step SET waiting_on = step.waiting_on - 1, "
     "status = CASE WHEN carried.id IS NOT NULL THEN %s "
     "WHEN children.ready THEN %s ELSE step.status END, "
-    "queued_at = CASE WHEN children.ready THEN %s ELSE step.queued_at END, "
+    "queued_at = CASE WHEN carried.id IS NOT NULL "
+    "THEN GREATEST(%s, (SELECT max(finished_at) FROM parents)) "
+    "WHEN children.ready THEN %s ELSE step.queued_at END, "
     "attempts = step.attempts + CASE WHEN carried.id IS NOT NULL THEN 1 ELSE 0 END, "
-    "started_at = CASE WHEN carried.id IS NOT NULL THEN %s ELSE step.started_at END, "
+    "started_at = CASE WHEN carried.id IS NOT NULL "
+    "THEN GREATEST(%s, (SELECT max(finished_at) FROM parents)) ELSE step.started_at END, "
     "heartbeat_at = CASE WHEN carried.id IS NOT NULL "
     "THEN statement_timestamp() ELSE step.heartbeat_at END, "
     "worker = CASE WHEN carried.id IS NOT NULL THEN %s ELSE step.worker END "
@@ -224,27 +228,31 @@ _COUNT_DOWN_CARRYING = (
     f"LEFT JOIN {sql.table(Run)} AS run_now "
     "ON run_now.id = children.run_id AND carried.id IS NOT NULL "
     "WHERE step.id = children.id "
-    "RETURNING step.step_id, step.position, step.status, children.ready, "
-    f"carried.id IS NOT NULL, {sql.columns(Step, prefix='step.')}, "
-    f"{sql.columns(Run, prefix='run_now.')}, "
+    "RETURNING step.step_id AS counted_step, step.position, step.status AS counted_status, "
+    "children.ready, carried.id IS NOT NULL AS carried, "
+    f"{sql.columns(Step, prefix='step.')}, {sql.columns(Run, prefix='run_now.')}, "
     "CASE WHEN carried.id IS NOT NULL THEN (SELECT json_agg(json_build_array("
-    "parents.step_id, parents.title, parents.output)) FROM parents) END"
+    "parent.step_id, parent.title, parent.output)) FROM (SELECT step_id, title, output "
+    "FROM parents UNION ALL SELECT step_id, title, output FROM finished) AS parent) END "
+    "AS context) "
 ).format(pending=", ".join(f"'{status}'" for status in _QUEUED_FROM))
-_CARRIED_FROM = 5  # where the carried step's row starts in a row of _COUNT_DOWN_CARRYING
+_CARRIED_FROM = 5  # where the carried step's row starts in a row of `counted`
 
 
-def _count_down_carrying(run: Run, step_ids: list[str], worker: str) -> Counted:
-    """_count_down with the first step it queues claimed for `worker`, in one statement."""
-    at = timezone.now()
+def count_down_params(run_id: int, carry: Carry | None, at: datetime) -> list[Any]:
+    """COUNT_DOWN_AFTER_FINISH's parameters, in the order of its text."""
     now = sql.when(at)
-    counted = sql.rows(
-        _COUNT_DOWN_CARRYING,
-        [run.pk, step_ids, run.pk, StepStatus.RUNNING.value, StepStatus.QUEUED.value]
-        + [now, now, worker],
-    )
-    queued = sorted((position, step_id) for step_id, position, _, ready, *_ in counted if ready)
-    waiting = any(status == StepStatus.PENDING for _, _, status, *_ in counted)
-    carried = next((row[_CARRIED_FROM:] for row in counted if row[4]), None)
+    worker = carry.worker if carry is not None else ""
+    children_and_parents = [run_id, RunStatus.RUNNING.value, carry is not None, run_id]
+    counted = [StepStatus.RUNNING.value, StepStatus.QUEUED.value, now, now, now, worker]
+    return children_and_parents + counted
+
+
+def counted_of(rows: Sequence[Sequence[Any]], at: datetime) -> Counted:
+    """What COUNT_DOWN_AFTER_FINISH did, from the rows of `counted` (none: no child)."""
+    queued = sorted((position, step_id) for step_id, position, _, ready, *_ in rows if ready)
+    waiting = any(status == StepStatus.PENDING for _, _, status, *_ in rows)
+    carried = next((row[_CARRIED_FROM:] for row in rows if row[4]), None)
     return Counted([step_id for _, step_id in queued], waiting, carried, at)
 
 
@@ -287,6 +295,7 @@ def step_settled(
     carry: Carry | None = None,
     shared: bool = False,
     events: EventBuffer | None = None,
+    counted: Counted | None = None,
 ) -> None:
     """After a step's result is recorded: queue what it unblocks, re-plan around a failure, or
     skip what is left; then close the run if nothing is left to do.
@@ -297,11 +306,14 @@ def step_settled(
 
     `events`: the finish's buffer. The events of the steps it queues go through it, to be
     numbered at the shared finish's end; the rest, appended only under the run's row lock,
-    come after the finish's own event, which took the step's held events already."""
+    come after the finish's own event, which took the step's held events already.
+
+    `counted`: the count-down the finish's own statement made (COUNT_DOWN_AFTER_FINISH)."""
     if run.status != RunStatus.RUNNING:
         return
     if status == StepStatus.SUCCEEDED:
-        counted = _count_down(run, dependents, carry)
+        if counted is None:
+            counted = _count_down(run, dependents)
         if _dispatch(run, counted, carry, events) or counted.waiting:
             return  # what it queued, or what still waits on other steps, is left to run
         if shared:

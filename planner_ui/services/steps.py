@@ -38,7 +38,15 @@ from .gate import tool_context, tool_runner
 from .leases import step_heartbeat
 from .mcp import mcp_tool_hold
 from .providers import run_provider
-from .scheduler import Carry, RunChanges, step_resume, step_settled
+from .scheduler import (
+    COUNT_DOWN_AFTER_FINISH,
+    Carry,
+    RunChanges,
+    count_down_params,
+    counted_of,
+    step_resume,
+    step_settled,
+)
 from .streaming import live_text_clear, live_text_forget, text_broadcaster
 
 log = logging.getLogger(__name__)
@@ -442,10 +450,10 @@ def _execute(
 
 def _carry(run_id: int, parent: str, worker: str, loaded: dict[int, Step]) -> Carry:
     """How a finish claims, in its own transaction, the step it makes ready for this process,
-    its event through the finish's buffer. On PostgreSQL the count-down claims it in its own
-    statement (`took`, scheduler._COUNT_DOWN_CARRYING), and the step, its run and its parents'
-    outputs come back with the claim, into `loaded`, rather than in two more round trips once
-    the finish commits; elsewhere `claim` claims it once queued, in the same transaction."""
+    its event through the finish's buffer. On PostgreSQL the finish's own statement claims it
+    (`took`, _FINISH_COUNTING), and the step, its run and its parents' outputs come back with
+    the claim, into `loaded`, rather than in two more round trips once the finish commits;
+    elsewhere `claim` claims it once queued, in the same transaction."""
 
     def took(row: Sequence[Any], now: datetime, events: EventBuffer) -> int:
         step = _whole_claimed(row)
@@ -549,7 +557,17 @@ def step_finish(
             held = " AND worker = %s" if worker else ""
             if worker:
                 params.append(worker)
-            if locked_here:
+            counted = None
+            if locked_here and status == StepStatus.SUCCEEDED:
+                # The run's row locked and read, the children counted down and the one this
+                # process carries on to claimed, in the finish's own statement.
+                rows = sql.rows(
+                    _FINISH_COUNTING.format(held=held, lock=lock.upper()),
+                    [run_id, *params, *count_down_params(run_id, carry, now)],
+                )
+                finished = [row[:_FINISHED] for row in rows[:1]]
+                counted = counted_of([row[_FINISHED:] for row in rows if row[_FINISHED]], now)
+            elif locked_here:
                 # The run's row locked and read in the finish's own statement: a round trip
                 # less with the run's row held.
                 finished = sql.rows(
@@ -596,6 +614,7 @@ def step_finish(
                 carry=carry,
                 shared=shared,
                 events=events,
+                counted=counted,
             )
         return True
 
@@ -643,6 +662,29 @@ _FINISH_LOCKING = (
     "(SELECT status FROM run_state), (SELECT replanning FROM run_state), "
     "(SELECT paused_at FROM run_state)"
 )
+
+
+# PostgreSQL, a success: _FINISH_LOCKING, then in the same statement the count-down of the
+# step's children and the claim of the one this process carries on to (scheduler's
+# COUNT_DOWN_AFTER_FINISH, which reads `run_state`, `finished` and the step's output from it).
+# A row for each child counted down, or one with no child; `counted`'s columns after the
+# first _FINISHED.
+_FINISH_COUNTING = (
+    "WITH run_state AS MATERIALIZED (SELECT status, replanning, paused_at "
+    f"FROM {sql.table(Run)} WHERE id = %s FOR {{lock}}), "
+    f"finished AS (UPDATE {sql.table(Step)} "
+    "SET status = %s, finished_at = %s, model = %s, output = %s "
+    "WHERE run_id = %s AND step_id = %s AND status = %s{held} "
+    "AND EXISTS (SELECT FROM run_state) "
+    "RETURNING step_id, title, output, tokens_in, tokens_out, model_calls, cost_usd, "
+    "started_at, dependents), "
+    + COUNT_DOWN_AFTER_FINISH.replace("{", "{{").replace("}", "}}")
+    + "SELECT finished.tokens_in, finished.tokens_out, finished.model_calls, "
+    "finished.cost_usd, finished.started_at, finished.dependents, run_state.status, "
+    "run_state.replanning, run_state.paused_at, counted.* "
+    "FROM finished CROSS JOIN run_state LEFT JOIN counted ON true"
+)
+_FINISHED = 9
 
 
 def _held(steps: StepQuerySet, worker: str) -> StepQuerySet:

@@ -7,9 +7,11 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pytest
 from django.db import OperationalError, close_old_connections, connection, transaction
+from django.utils import timezone
 
 from planner_ui.agents.executor import StepOutcome
 from planner_ui.core.messages import Usage
@@ -193,14 +195,18 @@ def test_a_carried_step_gets_the_output_its_other_parent_committed_while_it_was_
 ):
     run = joined_pair(make_user())
     # b's end, made by hand in another connection: its output stored and the join counted
-    # down, not yet committed. a's count-down waits for the join's row until it commits.
+    # down, not yet committed. a's count-down waits for the join's row until it commits. b
+    # stamped its end later than a will: its process was faster to the database.
     b_holds, b_may_commit = threading.Event(), threading.Event()
+    b_ended = timezone.now() + timedelta(seconds=1)
 
     def b_finishes() -> None:
         try:
             with transaction.atomic():
                 steps = Step.objects.filter(run=run)
-                steps.filter(step_id="b").update(status=StepStatus.SUCCEEDED, output="out b")
+                steps.filter(step_id="b").update(
+                    status=StepStatus.SUCCEEDED, output="out b", finished_at=b_ended
+                )
                 steps.filter(step_id="join").update(waiting_on=1)
                 b_holds.set()
                 b_may_commit.wait(10)
@@ -239,6 +245,8 @@ def test_a_carried_step_gets_the_output_its_other_parent_committed_while_it_was_
     (join,) = loaded.values()
     assert (join.step_id, join.status, join.worker) == ("join", StepStatus.RUNNING, "w")
     assert sorted(join.context_read) == [("a", "a", "out a"), ("b", "b", "out b")]
+    # And it started when the later of its parents ended, not before.
+    assert join.started_at == b_ended > Step.objects.get(run=run, step_id="a").finished_at
 
 
 @postgresql_only

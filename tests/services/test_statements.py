@@ -49,10 +49,14 @@ def _claim_whole(run: Run) -> Filled:
     ]
 
 
-def _count_down_carrying(run: Run) -> Filled:
-    now = sql.when(timezone.now())
-    text = scheduler._COUNT_DOWN_CARRYING
-    return text, [run.pk, ["b"], run.pk, "running", "queued", now, now, "w"]
+def _finish_counting(run: Run) -> Filled:
+    text = steps._FINISH_COUNTING.format(held=" AND worker = %s", lock="KEY SHARE")
+    carry = scheduler.Carry(lambda step_id, events: None, worker="w")
+    return text, [
+        run.pk,
+        *_finish_params(run),
+        *scheduler.count_down_params(run.pk, carry, timezone.now()),
+    ]
 
 
 def _finish_params(run: Run) -> list[Any]:
@@ -72,11 +76,7 @@ def _finish_locking(run: Run) -> Filled:
 STATEMENTS: dict[str, tuple[str, Callable[[Run], Filled], set[str]]] = {
     "steps._CLAIM": (steps._CLAIM, _claim, {"sqlite"}),
     "steps._CLAIM_WHOLE": (steps._CLAIM_WHOLE, _claim_whole, {"postgresql"}),
-    "scheduler._COUNT_DOWN_CARRYING": (
-        scheduler._COUNT_DOWN_CARRYING,
-        _count_down_carrying,
-        {"postgresql"},
-    ),
+    "steps._FINISH_COUNTING": (steps._FINISH_COUNTING, _finish_counting, {"postgresql"}),
     "steps._FINISH": (steps._FINISH, _finish, {"sqlite"}),
     "steps._FINISH_LOCKING": (steps._FINISH_LOCKING, _finish_locking, {"postgresql"}),
     "events._NEXT_SEQS": (events._NEXT_SEQS, lambda run: (events._NEXT_SEQS, [1, run.pk]), set()),
@@ -158,10 +158,42 @@ def test_every_table_a_statement_reads_is_reached_through_an_index(run, name) ->
 
 
 @pytest.mark.skipif("connection.vendor != 'postgresql'")
-def test_the_finish_locks_the_run_before_it_scans_for_the_step(run) -> None:
-    text, params = _finish_locking(run)
+@pytest.mark.parametrize("fill", [_finish_locking, _finish_counting])
+def test_the_finish_locks_the_run_before_it_scans_for_the_step(run, fill) -> None:
+    text, params = fill(run)
     plan = json.loads(_plan_postgresql(text, params))[0]["Plan"]
+    if fill is _finish_counting:  # the finish is the WITH's `finished`
+        (plan,) = [node for node in plan["Plans"] if node.get("Subplan Name") == "CTE finished"]
     # The EXISTS on the locked run is a one-time filter over the scan of the step's row.
     (scan,) = [child for child in plan["Plans"] if child.get("Parent Relationship") == "Outer"]
     assert scan["Node Type"] == "Result" and "One-Time Filter" in scan
     assert scan["Plans"][0]["Relation Name"] == "planner_ui_step"
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_the_finish_reaches_children_and_parents_by_their_ids_not_by_their_whole_run(run):
+    # Where the planner knows runs of a thousand steps: scanning the run's steps for the
+    # finish's children, or the carried step's parents, would cost each step the whole run.
+    for each in (run, Run.objects.create(owner=run.owner, task="t", status="running")):
+        Step.objects.bulk_create(
+            Step(run=each, step_id=f"s{i}", position=i + 2, title="s", instruction="s")
+            for i in range(1000)
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE planner_ui_step")
+    text, params = _finish_counting(run)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {text}", params)
+        (plan,) = cursor.fetchone()
+    scans = list(_scans_of((plan if not isinstance(plan, str) else json.loads(plan))[0]["Plan"]))
+    steps = [scan for scan in scans if scan["Relation Name"] == "planner_ui_step"]
+    assert len(steps) == 4  # the step, its children, the carried one's parents, the count-down
+    conditions = [scan.get("Index Cond", "") for scan in steps]
+    assert all("step_id" in cond or cond.startswith("(id =") for cond in conditions), conditions
+
+
+def _scans_of(node: dict[str, Any]):
+    if "Relation Name" in node and node["Node Type"] != "ModifyTable":
+        yield node
+    for child in node.get("Plans", []):
+        yield from _scans_of(child)

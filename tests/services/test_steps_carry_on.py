@@ -102,20 +102,21 @@ def test_a_finished_step_runs_one_step_it_made_ready_and_sends_the_others(make_u
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="one statement on PostgreSQL only")
-def test_on_postgresql_the_count_down_that_readies_a_step_claims_it_in_the_same_statement(
+def test_on_postgresql_the_finish_that_readies_a_step_claims_it_in_the_same_statement(
     make_user,
 ):
     run = approved(make_user(), "one", [_step("a", []), _step("b", ["a"]), _step("c", ["a"])])
     with CaptureQueriesContext(connection) as statements:
         step_execute(run.pk, "a", "w1", carry_for_s=CARRY_S)
     assert steps_of(run) == B_CARRIED_C_SENT
-    # Queued and started by one statement, at one instant: the claim was a round trip of its
-    # own after the count-down, with the children's rows locked.
-    b = run.steps.get(step_id="b")
-    assert b.queued_at == b.started_at
+    # a finished, b queued and started by one statement, at one instant: the count-down and
+    # the claim were round trips of their own after the finish, with the rows locked.
+    a, b = run.steps.get(step_id="a"), run.steps.get(step_id="b")
+    assert a.finished_at == b.queued_at == b.started_at
     assert b.attempts == 1
     counting = [q["sql"] for q in statements if "waiting_on = step.waiting_on - 1" in q["sql"]]
-    assert len(counting) == 2  # a's count-down claimed b; b's counted the synthesis down
+    assert len(counting) == 2  # a's finish claimed b; b's counted the synthesis down
+    assert all(q.startswith("WITH run_state") for q in counting)
     claims = f"UPDATE {sql.table(Step)} SET status"
     assert not [q for q in statements if q["sql"].startswith(claims)]
 
