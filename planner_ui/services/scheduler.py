@@ -67,7 +67,7 @@ class Carry:
     queue (see steps.step_execute).
 
     `claim(step_id, events)` claims a step the count-down queued. On PostgreSQL the finish's
-    statement claims it for `worker` instead (COUNT_DOWN_AFTER_FINISH), and `took(row, at,
+    statement claims it for `worker` instead (COUNT_DOWN_AFTER_FINISH), and `took(row,
     events)` makes the step of its row (steps._CLAIM_WHOLE's shape) and tells of its start."""
 
     def __init__(
@@ -75,7 +75,7 @@ class Carry:
         claim: Callable[[str, EventBuffer], int | None],
         *,
         worker: str = "",
-        took: Callable[[Sequence[Any], datetime, EventBuffer], int] | None = None,
+        took: Callable[[Sequence[Any], EventBuffer], int] | None = None,
     ) -> None:
         self.claim = claim
         self.worker = worker
@@ -85,13 +85,11 @@ class Carry:
 
 class Counted(NamedTuple):
     """What a count-down did: the steps it queued, in the plan's order; whether any child still
-    waits; and, where it claimed the first of them for a carry-on, that step's row and the time
-    it was queued and claimed at."""
+    waits; and, where it claimed the first of them for a carry-on, that step's row."""
 
     ready: list[str]
     waiting: bool
     carried: Sequence[Any] | None = None
-    at: datetime | None = None
 
 
 def dispatch_ready(run: Run) -> list[str]:
@@ -120,9 +118,9 @@ def _dispatch(
     else:
         events.append_all(run.pk, queued)
     sent = ready
-    if carry is not None and counted.carried is not None and counted.at is not None:
+    if carry is not None and counted.carried is not None:
         assert carry.took is not None  # only a carry that can take a row is given one
-        carry.pk = carry.took(counted.carried, counted.at, events or EventBuffer())
+        carry.pk = carry.took(counted.carried, events or EventBuffer())
         sent = ready[1:]
     elif carry is not None and ready:
         carry.pk = carry.claim(ready[0], events or EventBuffer())
@@ -248,12 +246,12 @@ def count_down_params(run_id: int, carry: Carry | None, at: datetime) -> list[An
     return children_and_parents + counted
 
 
-def counted_of(rows: Sequence[Sequence[Any]], at: datetime) -> Counted:
+def counted_of(rows: Sequence[Sequence[Any]]) -> Counted:
     """What COUNT_DOWN_AFTER_FINISH did, from the rows of `counted` (none: no child)."""
     queued = sorted((position, step_id) for step_id, position, _, ready, *_ in rows if ready)
     waiting = any(status == StepStatus.PENDING for _, _, status, *_ in rows)
     carried = next((row[_CARRIED_FROM:] for row in rows if row[4]), None)
-    return Counted([step_id for _, step_id in queued], waiting, carried, at)
+    return Counted([step_id for _, step_id in queued], waiting, carried)
 
 
 def _queue_ready(run_id: int) -> list[str]:

@@ -455,10 +455,11 @@ def _carry(run_id: int, parent: str, worker: str, loaded: dict[int, Step]) -> Ca
     the claim, into `loaded`, rather than in two more round trips once the finish commits;
     elsewhere `claim` claims it once queued, in the same transaction."""
 
-    def took(row: Sequence[Any], now: datetime, events: EventBuffer) -> int:
+    def took(row: Sequence[Any], events: EventBuffer) -> int:
         step = _whole_claimed(row)
         loaded[step.pk] = step
-        started = {"attempt": step.attempts, **_started(now, None, worker, parent)}
+        assert step.started_at is not None  # set by the claim in the finish's statement
+        started = {"attempt": step.attempts, **_started(step.started_at, None, worker, parent)}
         events.append(run_id, EventType.STEP_STARTED, started, step_id=step.step_id)
         return step.pk
 
@@ -562,11 +563,11 @@ def step_finish(
                 # The run's row locked and read, the children counted down and the one this
                 # process carries on to claimed, in the finish's own statement.
                 rows = sql.rows(
-                    _FINISH_COUNTING.format(held=held, lock=lock.upper()),
+                    _FINISH_COUNTING.format(column=column, held=held, lock=lock.upper()),
                     [run_id, *params, *count_down_params(run_id, carry, now)],
                 )
                 finished = [row[:_FINISHED] for row in rows[:1]]
-                counted = counted_of([row[_FINISHED:] for row in rows if row[_FINISHED]], now)
+                counted = counted_of([row[_FINISHED:] for row in rows if row[_FINISHED]])
             elif locked_here:
                 # The run's row locked and read in the finish's own statement: a round trip
                 # less with the run's row held.
@@ -642,9 +643,13 @@ def _run_state(run_id: int, *, lock: sql.Lock) -> Run:
 _RUN_STATE = ("status", "replanning", "paused_at")
 
 
-_FINISH = (
+# A step's end, as every finish writes it (`column`: its output, or its error).
+_FINISH_UPDATE = (
     f"UPDATE {sql.table(Step)} SET status = %s, finished_at = %s, model = %s, {{column}} = %s "
-    "WHERE run_id = %s AND step_id = %s AND status = %s{held} "
+    "WHERE run_id = %s AND step_id = %s AND status = %s{held}"
+)
+_FINISH = (
+    f"{_FINISH_UPDATE} "
     "RETURNING tokens_in, tokens_out, model_calls, cost_usd, started_at, dependents"
 )
 # PostgreSQL: _FINISH with _run_state's lock and read in front. The run's row is locked
@@ -652,11 +657,12 @@ _FINISH = (
 # one-time filter, run before the step's row is scanned) and, materialized, by RETURNING,
 # which sees the row as locked (a plain subquery would see the statement's snapshot, older
 # than a cancel that committed while this waited for the lock).
+_RUN_STATE_LOCKED = (
+    f"run_state AS MATERIALIZED (SELECT {', '.join(_RUN_STATE)} "
+    f"FROM {sql.table(Run)} WHERE id = %s FOR {{lock}})"
+)
 _FINISH_LOCKING = (
-    "WITH run_state AS MATERIALIZED (SELECT status, replanning, paused_at "
-    f"FROM {sql.table(Run)} WHERE id = %s FOR {{lock}}) "
-    f"UPDATE {sql.table(Step)} SET status = %s, finished_at = %s, model = %s, {{column}} = %s "
-    "WHERE run_id = %s AND step_id = %s AND status = %s{held} "
+    f"WITH {_RUN_STATE_LOCKED} {_FINISH_UPDATE} "
     "AND EXISTS (SELECT FROM run_state) "
     "RETURNING tokens_in, tokens_out, model_calls, cost_usd, started_at, dependents, "
     "(SELECT status FROM run_state), (SELECT replanning FROM run_state), "
@@ -670,11 +676,7 @@ _FINISH_LOCKING = (
 # A row for each child counted down, or one with no child; `counted`'s columns after the
 # first _FINISHED.
 _FINISH_COUNTING = (
-    "WITH run_state AS MATERIALIZED (SELECT status, replanning, paused_at "
-    f"FROM {sql.table(Run)} WHERE id = %s FOR {{lock}}), "
-    f"finished AS (UPDATE {sql.table(Step)} "
-    "SET status = %s, finished_at = %s, model = %s, output = %s "
-    "WHERE run_id = %s AND step_id = %s AND status = %s{held} "
+    f"WITH {_RUN_STATE_LOCKED}, finished AS ({_FINISH_UPDATE} "
     "AND EXISTS (SELECT FROM run_state) "
     "RETURNING step_id, title, output, tokens_in, tokens_out, model_calls, cost_usd, "
     "started_at, dependents), "

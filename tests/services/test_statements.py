@@ -50,7 +50,7 @@ def _claim_whole(run: Run) -> Filled:
 
 
 def _finish_counting(run: Run) -> Filled:
-    text = steps._FINISH_COUNTING.format(held=" AND worker = %s", lock="KEY SHARE")
+    text = steps._FINISH_COUNTING.format(column="output", held=" AND worker = %s", lock="KEY SHARE")
     carry = scheduler.Carry(lambda step_id, events: None, worker="w")
     return text, [
         run.pk,
