@@ -58,7 +58,7 @@ from planner_ui.core.status import (
     RunStatus,
     StepStatus,
 )
-from planner_ui.models import PlanProposal, Run, Step
+from planner_ui.models import PlanProposal, PlanVersion, Run, Step
 from planner_ui.selectors.approvals import run_approvals
 from planner_ui.selectors.estimate import plan_estimate, run_estimate
 from planner_ui.selectors.files import run_files
@@ -427,11 +427,18 @@ def render_run(
     notice: str = "",
     error: str = "",
     status: int = 200,
+    keep: str = "",
 ) -> HttpResponse:
-    """The run page, or only its live fragment (for htmx), with an optional outcome on top."""
+    """The run page, or only its live fragment (for htmx), with an optional outcome on top.
+
+    `keep`: the key of the plan's workspace (graph and step cards) the page shows. Where it is
+    still the run's (workspace_key), the fragment leaves the workspace out and the page keeps
+    its own, whose graph and cards the socket's events keep current step by step: at 1,000
+    steps the workspace was most of a refresh (3 MB, 68,000 elements, a graph laid out anew)."""
     steps = list(run.steps.all())
-    tools = tools_for_run(run)  # for the graph and the cards alike
     versions = list(run.plan_versions.all())
+    key = workspace_key(run, versions, steps)
+    kept = fragment and keep == key
     open_proposals = run.proposals.exclude(state__in=["accepted", "discarded"])
     proposal = open_proposals.filter(kind=PlanProposal.Kind.REQUEST).first()
     replan = open_proposals.filter(kind=PlanProposal.Kind.REPLAN).first()
@@ -441,17 +448,17 @@ def render_run(
         proposal_diff = plan_diff(
             Plan.model_validate(versions[-1].plan), Plan.model_validate(shown.plan)
         )
-    # Every step is read once here and handed to what else reads them all: four reads of
-    # 1,000 rows (with their outputs) were a tenth of the page on SQLite, more on PostgreSQL.
-    cards = _cards_context(run, steps, tools, all_steps=True)
     context = {
         "run": run,
-        "graph": run_graph(run, tools, steps),
         "versions": versions,
         "current_version": versions[-1] if versions else None,
         "proposal": proposal,
         "replan": replan,
-        "failed_steps": [s for s in cards["steps"] if s.status == StepStatus.FAILED],
+        "failed_steps": [
+            {"id": s.step_id, "title": s.title, "error": s.error}
+            for s in steps
+            if s.status == StepStatus.FAILED
+        ],
         "proposal_diff": proposal_diff,
         **proposal_review(proposal, versions),
         "usage": run_usage(run),
@@ -460,18 +467,57 @@ def render_run(
         "steps_done": sum(1 for s in steps if s.status in FINISHED_STEP_STATUSES),
         **_result_fold(run),
         **run_approvals(run),
-        **cards,
         # The buttons offered: what the services would do now (core.run_rules).
         "may_pause": pause_refusal(run) is None,
         "may_resume": resume_refusal(run) is None,
         "may_cancel": cancel_refusal(run) is None,
         "notice": notice,
         "error": error,
+        "workspace_key": key,
+        "workspace_kept": kept,
     }
+    if kept:
+        context.update(
+            steps=steps,
+            plan_editable=plan_change_refusal(run) is None,
+            estimate=run_estimate(run, steps),
+        )
+    else:
+        tools = tools_for_run(run)  # for the graph and the cards alike
+        # Every step is read once here and handed to what else reads them all: four reads of
+        # 1,000 rows (with their outputs) were a tenth of the page on SQLite, more on
+        # PostgreSQL.
+        context.update(
+            graph=run_graph(run, tools, steps), **_cards_context(run, steps, tools, all_steps=True)
+        )
     if not fragment:
         context["step_progress"] = {str(status): rank for status, rank in STEP_PROGRESS.items()}
     template = "planner_ui/_run_main.html" if fragment else "planner_ui/run_detail.html"
-    return render(request, template, context, status=status)
+    response = render(request, template, context, status=status)
+    if kept:
+        # run.js reads it before the swap, to take its workspace out of htmx's way first.
+        response["X-Workspace-Kept"] = key
+    return response
+
+
+def workspace_key(run: Run, versions: Sequence[PlanVersion], steps: Sequence[Step]) -> str:
+    """What the plan's workspace shows besides each step's own card: the plan's version, its
+    steps, and the run's state that decides what may be edited, retried or forked. A page whose
+    workspace has this key needs only the cards its events name (run_step_cards)."""
+    current = versions[-1].pk if versions else 0
+    return "-".join(
+        str(part)
+        for part in (
+            current,
+            run.approved_plan_id or 0,
+            run.status,
+            int(run.replanning),
+            int(run.paused_at is not None),
+            int(retry_refusal(run) is None),
+            int(fork_refusal(run) is None),
+            len(steps),
+        )
+    )
 
 
 def _result_fold(run: Run) -> dict[str, Any]:
@@ -622,7 +668,9 @@ def step_editor(request: SignedInRequest, run_id: int, step_id: str) -> HttpResp
 def run_detail(request: SignedInRequest, run_id: int) -> HttpResponse:
     run = run_get_for_user(request.user, run_id)
     # htmx asks for the live part alone when the plan or the run's status changes.
-    return render_run(request, run, fragment=bool(request.htmx))
+    return render_run(
+        request, run, fragment=bool(request.htmx), keep=request.GET.get("keep", "")[:200]
+    )
 
 
 @login_required

@@ -251,17 +251,52 @@
     if (dirtySeq > renderedSeq) { if (!cardTimer) cardTimer = setTimeout(fetchCards, 120); }
     else dirtyCards.clear();
   });
-  function refreshMain() {
+  // A refresh for an event that changes only the cards it names (`light`) asks the server to
+  // leave the plan's workspace out if its key is still the one on the page (views.render_run):
+  // the graph and the cards stay, and the named cards are fetched as any step's are. At 1,000
+  // steps a whole refresh was 2.5 s of a frozen page. A refresh any event wanted whole is owed
+  // until a whole render as new as that event is swapped in: htmx keeps only the newest
+  // request waiting, and a light one must not stand in for it.
+  let wholeOwedSeq = 0;
+  function refreshMain(light) {
+    if (!light) wholeOwedSeq = Math.max(wholeOwedSeq, lastSeq, 1);
     if (changesInFlight > 0) { owedSeq = Math.max(owedSeq, lastSeq); return; }
     if (!window.htmx) { window.location.reload(); return; }
-    htmx.ajax("GET", fragmentUrl, {source: "#run-main", target: "#run-main", swap: "innerHTML"});
+    const workspace = document.getElementById("plan-workspace");
+    const key = !wholeOwedSeq && workspace ? workspace.dataset.key : "";
+    const url = key ? fragmentUrl + (fragmentUrl.includes("?") ? "&" : "?") + "keep=" + encodeURIComponent(key) : fragmentUrl;
+    htmx.ajax("GET", url, {source: "#run-main", target: "#run-main", swap: "innerHTML"});
+  }
+  // The workspace the page keeps through a light refresh: out of the page while htmx swaps
+  // the rest (so that htmx neither cleans it up nor throws its graph away), then put back.
+  let keptWorkspace = null;
+  function takeOutWorkspace(e) {
+    const key = e.detail.xhr.getResponseHeader("X-Workspace-Kept");
+    if (!key) return true;
+    const workspace = document.getElementById("plan-workspace");
+    if (!workspace || workspace.dataset.key !== key) return false;
+    keptWorkspace = workspace;
+    workspace.remove();
+    return true;
+  }
+  function putBackWorkspace() {
+    const kept = keptWorkspace;
+    keptWorkspace = null;
+    const slot = document.getElementById("plan-workspace");
+    if (!kept || !slot || slot.dataset.kept !== kept.dataset.key) return false;
+    slot.replaceWith(kept);
+    return true;
   }
   // Noted at swap time, not when the refresh was asked for: typing goes on meanwhile.
   document.body.addEventListener("htmx:beforeSwap", (e) => {
     const refreshed = refreshOf(e);
     if (!refreshed) return;
     if (e.detail.xhr.changesBefore !== changesStarted) { e.detail.shouldSwap = false; return; }
-    if (refreshed === "run-main") keepOpenParts();
+    if (refreshed !== "run-main") return;
+    keepOpenParts();
+    // The page's workspace changed since it asked (cannot happen while no change is on its
+    // way, but nothing is lost by asking again): the whole fragment, then.
+    if (!takeOutWorkspace(e)) { e.detail.shouldSwap = false; kept = null; refreshMain(); }
   });
 
   // A refresh that the socket triggers must not fold away a form a person opened, nor lose
@@ -324,9 +359,18 @@
     // Only after a refresh: the answer to a person's own change shows its own outcome.
     const focusedStep = kept && kept.focusStep;
     const change = !(e.detail.requestConfig && e.detail.requestConfig.verb === "get");
+    const previousSeq = renderedSeq;
+    if (putBackWorkspace()) {
+      // The fragment is as of its header's event, the cards as of the events the socket has
+      // brought: one it has not brought yet is still to be applied to them when it comes.
+      readRenderedSeq();
+      renderedSeq = Math.min(renderedSeq, Math.max(previousSeq, lastSeq));
+    } else {
+      readRenderedSeq();
+      if (renderedSeq >= wholeOwedSeq) wholeOwedSeq = 0;
+    }
     if (!change) restoreOpenParts();
     else kept = null;
-    readRenderedSeq();
     mountGraph();
     watchTimeline();
     reopenStep();
@@ -395,6 +439,8 @@
   function fetchCards() {
     cardTimer = null;
     if (!dirtyCards.size || !window.htmx || changesInFlight > 0) return;
+    // No plan on the page yet (a run still planning): the cards come with the whole render.
+    if (!document.getElementById("steps")) { dirtyCards.clear(); return; }
     const ids = Array.from(dirtyCards);
     dirtyCards.clear();
     htmx.ajax("GET", page.dataset.cardsUrl + "?steps=" + encodeURIComponent(ids.join(",")), {source: "#cards-requests", target: "#steps", swap: "none"});
@@ -573,9 +619,13 @@
         endLiveText(ev.step_id);
         refreshCard(ev.step_id);
         break;
-      case "step.waiting": setStepStatus(ev.step_id, "waiting"); endLiveText(ev.step_id); refreshMain(); break;
-      case "plan.replanning":
-      case "plan.replan_proposed":
+      case "step.waiting":
+        setStepStatus(ev.step_id, "waiting");
+        endLiveText(ev.step_id);
+        refreshCard(ev.step_id);
+        refreshMain(true);
+        break;
+      // What these change in the plan's workspace is their step's card.
       case "approval.requested":
       case "approval.decided":
       case "approval.withdrawn":
@@ -583,6 +633,11 @@
       case "tool.unknown":
       case "file.written":
       case "file.deleted":
+        refreshCard(ev.step_id);
+        refreshMain(true);
+        break;
+      case "plan.replanning":
+      case "plan.replan_proposed":
         refreshMain();
         break;
       case "step.tool_call":

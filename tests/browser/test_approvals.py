@@ -3,6 +3,7 @@ the header's badge following along; what arrives at the far end is counted."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -242,7 +243,8 @@ def test_an_approval_arriving_while_the_run_page_refreshes_still_shows(page, dap
     pending = page.locator("#approvals-pending .approval")
     held = []  # the first refresh, answered as of its asking (one approval), not yet delivered
     page.route(
-        f"{daphne_url}/runs/{run.pk}/",
+        # With or without `?keep=`: an approval's refresh keeps the page's plan workspace.
+        re.compile(rf"{re.escape(daphne_url)}/runs/{run.pk}/(\?.*)?$"),
         lambda route: (
             route.continue_()
             if held or route.request.headers.get("hx-request") != "true"

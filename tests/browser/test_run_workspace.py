@@ -9,7 +9,9 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from planner_ui.models import Run
+from planner_ui.models import Approval, Run
+from planner_ui.services.events import event_append
+from planner_ui.services.runs import run_approve_plan, run_plan
 
 from .flows import (
     approve_and_finish,
@@ -309,4 +311,46 @@ def test_a_step_opened_while_it_runs_stays_open_when_it_ends(
     assert seen[1].startswith(f"{seen[0]} calls, "), seen
     expect(page.locator("#run-status")).to_have_text("succeeded", timeout=60_000)
     expect(card).to_be_visible()
+    assert page.js_errors == []
+
+
+def test_an_event_about_one_step_keeps_the_graph_and_refreshes_that_step_s_card(
+    page, daphne_url, make_user
+):
+    # At 1,000 steps a whole refresh was 2.5 s of a frozen page (bench.pages --browser); an
+    # approval asked for, a tool's receipt or a file only changes its step's card there.
+    alice = make_user("alice", "pw-for-tests-1")
+    run = Run.objects.create(owner=alice, task="Compare tea and coffee")
+    run_plan(run.pk)
+    asking, edited = run.steps.exclude(role="synthesizer").order_by("position")[:2]
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    page.goto(f"{daphne_url}/runs/{run.pk}/")
+    expect(page.locator("#ws-state")).to_have_text("live")
+    open_step(page, edited.step_id)
+    page.evaluate("() => { window.planGraph.kept = 'yes'; }")
+    page.locator(f"#step-{edited.step_id} .step-editor summary").click()
+    editor = page.locator(f"#step-{edited.step_id} textarea[name=instruction]")
+    editor.fill("Half typed")
+
+    approval = Approval.objects.create(
+        run=run, step_id=asking.step_id, call_key="1:http_post", tool="http_post",
+        effect="send", arguments={"url": "https://example.com/tea"},
+    )  # fmt: skip
+    payload = {"approval": approval.pk, "tool": "http_post", "effect": "send", "arguments": {}}
+    event_append(run.pk, "approval.requested", {**payload, "kind": "call"}, step_id=asking.step_id)
+
+    # The rest of the page came again (the approval's own card), the step's card too...
+    expect(page.locator("#approvals-pending .approval")).to_have_count(1)
+    expect(page.locator(f"#step-{asking.step_id} .step-approvals")).to_contain_text("http_post")
+    # ...and the graph, the open card and what was typed in it stayed as they were.
+    assert page.evaluate("() => window.planGraph.kept") == "yes"
+    expect(page.locator(f"#step-{edited.step_id}")).to_be_visible()
+    expect(editor).to_have_value("Half typed")
+
+    # A new state of the run is a new workspace: the graph is mounted again for it.
+    run_approve_plan(run.pk)
+    page.wait_for_function("() => window.planGraph && window.planGraph.kept === undefined")
+    expect(page.locator("#run-header")).not_to_have_attribute(
+        "data-status", "awaiting_plan_approval"
+    )
     assert page.js_errors == []
