@@ -150,6 +150,40 @@ def _quiet(tab: Any) -> dict[str, float]:
     return figures
 
 
+# What the socket makes the run page do (run.js, refreshMain): #run-main fetched again and
+# swapped in, whole (a run's status, a new plan version) or without the plan's workspace, which
+# the page keeps (an approval, a file: `keep` is the workspace's key). Resolves once htmx has
+# settled it, with the time from the request to then.
+_REFRESH = """([url, light]) => new Promise((resolve) => {
+  const started = performance.now();
+  document.body.addEventListener("htmx:afterSettle", (e) => {
+    if (e.detail.target && e.detail.target.id === "run-main") resolve(performance.now() - started);
+  }, {once: true});
+  const key = document.getElementById("plan-workspace").dataset.key;
+  const asked = light ? url + "?keep=" + encodeURIComponent(key) : url;
+  htmx.ajax("GET", asked, {source: "#run-main", target: "#run-main", swap: "innerHTML"});
+})"""
+
+
+def refreshed(context: Any, url: str, repeat: int, *, light: bool) -> dict[str, float]:
+    """The run page at `url` refreshed `repeat` times as the socket refreshes it (`light`: an
+    event that changes only its step's card): the median time until each was settled, and its
+    long tasks' median until the page was quiet again."""
+    tab = context.new_page()
+    settled, busy = [], []
+    try:
+        tab.goto(url, wait_until="load", timeout=LONGEST_S * 1000)
+        _quiet(tab)
+        fragment = tab.evaluate("() => document.getElementById('run-page').dataset.fragmentUrl")
+        for _ in range(repeat):
+            tab.evaluate("() => { window.__benchLongTasks.length = 0; }")
+            settled.append(tab.evaluate(_REFRESH, [fragment, light]))
+            busy.append(_quiet(tab)["long_tasks_ms"])
+    finally:
+        tab.close()
+    return {"settled_ms": statistics.median(settled), "long_tasks_ms": statistics.median(busy)}
+
+
 _ENDED = """() => {
   const header = document.getElementById("run-header");
   return Boolean(header) && header.dataset.status === "succeeded";

@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[int, str, float, int, int]] = []
     loads: list[tuple[int, page_load.Load]] = []
     watches: list[tuple[int, dict[str, Any]]] = []
+    refreshes: list[tuple[int, str, dict[str, float]]] = []
     with app_in_process():
         from django.conf import settings
         from django.db import connection
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                 else None
             )
             for size in (int(s) for s in args.sizes.split(",")):
-                rows += _measure(size, args.width, args.repeat, base_url, loads, watches)
+                rows += _measure(size, args.width, args.repeat, base_url, loads, watches, refreshes)
     print(f"\n{connection.vendor}, layered plans of width {args.width}, median of {args.repeat}")
     print(f"{'steps':>6} {'page':28} {'server ms':>10} {'KB':>8} {'statements':>11}")
     for size, page, ms, size_bytes, statements in rows:
@@ -72,6 +73,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{size:6d} {load.page:28} {f['response_ms']:9.0f} {f['dom_ready_ms']:10.0f} "
                 f"{f['load_ms']:7.0f} {f['busy_until_ms']:11.0f} {f['long_tasks_ms']:11.0f} "
                 f"{f['elements']:9.0f} {f['heap_mb'] or 0:8.1f}"
+            )
+    if refreshes:
+        print(
+            "\nthe finished run page refreshed as the socket refreshes it: whole (a run's "
+            "status, a plan version) and light (an approval, a file: the plan's workspace "
+            "kept); ms until swapped in and settled, and its long tasks"
+        )
+        for size, kind, refresh in refreshes:
+            print(
+                f"{size:6d} steps, {kind:5}: settled in {refresh['settled_ms']:.0f} ms, long "
+                f"tasks {refresh['long_tasks_ms']:.0f} ms"
             )
     if watches:
         print(
@@ -99,6 +111,7 @@ def _measure(
     base_url: str | None,
     loads: list[tuple[int, page_load.Load]],
     watches: list[tuple[int, dict[str, Any]]],
+    refreshes: list[tuple[int, str, dict[str, float]]],
 ) -> list[tuple[int, str, float, int, int]]:
     from django.conf import settings
     from django.db import connection
@@ -108,10 +121,11 @@ def _measure(
 
     from bench.scheduler import bench_user, runs_delete, scripted_run_create
     from planner_ui.core.status import StepStatus
-    from planner_ui.models import Step
+    from planner_ui.models import Run, Step
     from planner_ui.services.runs import run_approve_plan
     from planner_ui.services.steps import step_execute
     from planner_ui.services.tokens import token_create
+    from planner_ui.views.runs import workspace_key
 
     user = bench_user()
     client = Client(HTTP_HOST="localhost")
@@ -181,7 +195,18 @@ def _measure(
         ]
         for page, url in pages:
             fetch(page, url)
+        # What the page fetches when the socket refreshes it: whole, and keeping its workspace.
+        fragment = reverse("run_detail", args=[run.pk])
+        fetch("run fragment, whole refresh", fragment, htmx)
+        now = Run.objects.get(pk=run.pk)
+        key = workspace_key(now, list(now.plan_versions.all()), list(now.steps.all()))
+        fetch("run fragment, light refresh", f"{fragment}?keep={key}", htmx)
         shown("run page (finished)", reverse("run_detail", args=[run.pk]))
+        if context is not None and base_url is not None:
+            url = base_url + reverse("run_detail", args=[run.pk])
+            for light in (False, True):
+                figures = page_load.refreshed(context, url, repeat, light=light)
+                refreshes.append((size, "light" if light else "whole", figures))
         # What opening a step's "Retry or fork", and unfolding a long output and the result,
         # fetch: the page sends none of those forms and only the texts' openings.
         fetch("a step's retry and fork forms", reverse("step_again", args=[run.pk, middle]), htmx)
