@@ -432,9 +432,10 @@ def render_run(
     """The run page, or only its live fragment (for htmx), with an optional outcome on top.
 
     `keep`: the key of the plan's workspace (graph and step cards) the page shows. Where it is
-    still the run's (workspace_key), the fragment leaves the workspace out and the page keeps
-    its own, whose graph and cards the socket's events keep current step by step: at 1,000
-    steps the workspace was most of a refresh (3 MB, 68,000 elements, a graph laid out anew)."""
+    still the run's (workspace_key), the fragment leaves the workspace and the timeline out and
+    the page keeps its own, whose graph and cards the socket's events keep current step by step
+    and whose timeline it fetches when it is in sight: at 1,000 steps those were most of a
+    refresh (3 MB, 68,000 elements, a graph laid out anew)."""
     steps = list(run.steps.all())
     versions = list(run.plan_versions.all())
     key = workspace_key(run, versions, steps)
@@ -463,7 +464,6 @@ def render_run(
         **proposal_review(proposal, versions),
         "usage": run_usage(run),
         "files": run_files(run),
-        "timeline": run_timeline(run, steps),
         "steps_done": sum(1 for s in steps if s.status in FINISHED_STEP_STATUSES),
         **_result_fold(run),
         **run_approvals(run),
@@ -483,6 +483,7 @@ def render_run(
             estimate=run_estimate(run, steps),
         )
     else:
+        context["timeline"] = run_timeline(run, steps)
         tools = tools_for_run(run)  # for the graph and the cards alike
         # Every step is read once here and handed to what else reads them all: four reads of
         # 1,000 rows (with their outputs) were a tenth of the page on SQLite, more on

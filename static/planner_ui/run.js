@@ -267,24 +267,28 @@
     const url = key ? fragmentUrl + (fragmentUrl.includes("?") ? "&" : "?") + "keep=" + encodeURIComponent(key) : fragmentUrl;
     htmx.ajax("GET", url, {source: "#run-main", target: "#run-main", swap: "innerHTML"});
   }
-  // The workspace the page keeps through a light refresh: out of the page while htmx swaps
-  // the rest (so that htmx neither cleans it up nor throws its graph away), then put back.
-  let keptWorkspace = null;
+  // The workspace and the timeline the page keeps through a light refresh: out of the page
+  // while htmx swaps the rest (so that htmx neither cleans them up nor throws the graph away),
+  // then put back in their slots. The timeline is fetched again where it can be seen.
+  let keptParts = null;
   function takeOutWorkspace(e) {
     const key = e.detail.xhr.getResponseHeader("X-Workspace-Kept");
     if (!key) return true;
     const workspace = document.getElementById("plan-workspace");
     if (!workspace || workspace.dataset.key !== key) return false;
-    keptWorkspace = workspace;
-    workspace.remove();
+    keptParts = [workspace, document.getElementById("run-timeline")].filter(Boolean);
+    for (const part of keptParts) part.remove();
     return true;
   }
   function putBackWorkspace() {
-    const kept = keptWorkspace;
-    keptWorkspace = null;
-    const slot = document.getElementById("plan-workspace");
-    if (!kept || !slot || slot.dataset.kept !== kept.dataset.key) return false;
-    slot.replaceWith(kept);
+    const parts = keptParts;
+    keptParts = null;
+    if (!parts) return false;
+    for (const part of parts) {
+      const slot = document.getElementById(part.id);
+      if (slot && slot.dataset.kept) slot.replaceWith(part);
+    }
+    refreshTimeline();
     return true;
   }
   // Noted at swap time, not when the refresh was asked for: typing goes on meanwhile.

@@ -346,6 +346,9 @@ def test_an_event_about_one_step_keeps_the_graph_and_refreshes_that_step_s_card(
     assert page.evaluate("() => window.planGraph.kept") == "yes"
     expect(page.locator(f"#step-{edited.step_id}")).to_be_visible()
     expect(editor).to_have_value("Half typed")
+    # The timeline was kept too (put back in its slot, or fetched again): never left empty.
+    expect(page.locator("#run-timeline #report-md")).to_be_attached()
+    expect(page.locator("#run-timeline[data-kept]")).to_have_count(0)
 
     # A new state of the run is a new workspace: the graph is mounted again for it.
     run_approve_plan(run.pk)

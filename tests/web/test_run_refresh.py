@@ -1,6 +1,6 @@
 """The run page's refresh that keeps the plan's workspace (views.runs.render_run, `keep`): the
 fragment leaves the graph and the cards out only while the workspace the page holds is still
-the run's, and says so in a header run.js reads before the swap."""
+the run's (the timeline with them), and says so in a header run.js reads before the swap."""
 
 from __future__ import annotations
 
@@ -42,6 +42,9 @@ def test_a_refresh_keeping_the_workspace_leaves_the_graph_and_cards_out(client_a
     assert light["X-Workspace-Kept"] == key
     assert f'<section class="card plan-workspace" id="plan-workspace" data-kept="{key}">' in body
     assert 'id="plan-graph-data"' not in body and 'id="steps"' not in body
+    # The timeline too: the page keeps its own and fetches it again where it is in sight.
+    assert '<section class="card run-timeline" id="run-timeline" data-kept="yes">' in body
+    assert 'id="timeline-active"' not in body and 'id="timeline-active"' in whole
     # The rest of the fragment is all there: the header with its event, the estimate.
     assert 'id="run-header"' in body and 'id="run-estimate"' in body
     assert f'data-seq="{Run.objects.get().last_event_seq}"' in body
