@@ -91,7 +91,7 @@ bench-watchers: $(STAMP)
 BENCH_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/agentsite_bench
 bench-throughput: $(STAMP)
 	$(PY) -m bench --throughput 200 $(BENCH_ARGS)
-	@if $(PY) scripts/ensure-database.py '$(BENCH_POSTGRES_URL)'; then \
+	@if $(PY) -m bench.database '$(BENCH_POSTGRES_URL)'; then \
 	  DATABASE_URL=$(BENCH_POSTGRES_URL) $(PY) -m bench --throughput 200 $(BENCH_ARGS); \
 	else echo "No PostgreSQL answers at $(BENCH_POSTGRES_URL): measured on SQLite only."; fi
 

@@ -203,6 +203,11 @@ def django_setup() -> None:
     var_dir = Path(os.environ.get("BENCH_VAR_DIR", BASE_DIR / "var" / "bench"))
     os.environ["AGENTSITE_VAR_DIR"] = str(var_dir)
     os.environ["DJANGO_SETTINGS_MODULE"] = "agentsite.settings"
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith(("postgres://", "postgresql://")):
+        from bench.database import ensure_database
+
+        ensure_database(url)  # a server that does not answer fails at migrate, with its reason
     import django
 
     django.setup()
