@@ -242,6 +242,8 @@
     else if (refreshOf(e)) e.detail.xhr.changesBefore = changesStarted;
   });
   document.body.addEventListener("htmx:afterRequest", (e) => {
+    // A card fetch's cards are all swapped in by now: what was noted for them is spent.
+    if (e.detail.elt && e.detail.elt.id === "cards-requests") keptCards = null;
     if (!isChange(e)) return;
     changesInFlight = Math.max(0, changesInFlight - 1);
     if (changesInFlight > 0) return;
@@ -296,6 +298,13 @@
     const refreshed = refreshOf(e);
     if (!refreshed) return;
     if (e.detail.xhr.changesBefore !== changesStarted) { e.detail.shouldSwap = false; return; }
+    if (refreshed === "steps") {
+      // Cards come back out of band: what a person has open or typed in one goes back into
+      // its new card (htmx:oobAfterSwap), as a whole refresh does for the page.
+      const steps = document.getElementById("steps");
+      keptCards = steps ? noteParts(steps) : null;
+      return;
+    }
     if (refreshed !== "run-main") return;
     keepOpenParts();
     // The page's workspace changed since it asked (cannot happen while no change is on its
@@ -306,53 +315,61 @@
   // A refresh that the socket triggers must not fold away a form a person opened, nor lose
   // what they typed: note both before the swap and put them back after it.
   let kept = null;
+  let keptCards = null;  // the same, for the cards a card fetch brings again
   function partKey(el) {
     const owner = el.parentElement && el.parentElement.closest("[id]");
     return (owner ? owner.id : "") + "|" + el.className + "|" + (el.getAttribute("name") || el.id || "");
   }
   function keepOpenParts() {
     const main = document.getElementById("run-main");
-    if (!main) return;
-    kept = {open: new Set(), values: new Map(), focus: null, unfolded: []};
-    main.querySelectorAll("details[open]").forEach((d) => kept.open.add(partKey(d)));
+    kept = main ? noteParts(main) : null;
+  }
+  // What a person has open, unfolded, typed and focused in `root`, by partKey.
+  function noteParts(root) {
+    const was = {open: new Set(), values: new Map(), focus: null, unfolded: []};
+    root.querySelectorAll("details[open]").forEach((d) => was.open.add(partKey(d)));
     // Unfolded, or unfolding (its rest on its way: a second refresh can come meanwhile).
-    main.querySelectorAll(".show-more").forEach((more) => {
-      if (more.loading || more.getAttribute("aria-expanded") === "true") kept.unfolded.push(more.getAttribute("aria-controls"));
+    root.querySelectorAll(".show-more").forEach((more) => {
+      if (more.loading || more.getAttribute("aria-expanded") === "true") was.unfolded.push(more.getAttribute("aria-controls"));
     });
-    main.querySelectorAll("textarea, input[type=text], input[type=number]").forEach((f) => {
-      if (f.value !== f.defaultValue) kept.values.set(partKey(f), f.value);
+    root.querySelectorAll("textarea, input[type=text], input[type=number]").forEach((f) => {
+      if (f.value !== f.defaultValue) was.values.set(partKey(f), f.value);
     });
     const active = document.activeElement;
-    if (active && main.contains(active)) {
-      kept.focus = partKey(active);
+    if (active && root.contains(active)) {
+      was.focus = partKey(active);
       // A step in the graph has focus: the graph is mounted afresh, so its button is new.
-      if (active.classList.contains("plan-graph-step")) kept.focusStep = active.dataset.stepId;
+      if (active.classList.contains("plan-graph-step")) was.focusStep = active.dataset.stepId;
     }
+    return was;
   }
   function restoreOpenParts() {
     const main = document.getElementById("run-main");
     if (!main || !kept) return;
     const was = kept;
     kept = null;
+    restoreParts(main, was);
+  }
+  function restoreParts(root, was) {
     const loading = [];
-    main.querySelectorAll("details").forEach((d) => {
+    root.querySelectorAll("details").forEach((d) => {
       if (!was.open.has(partKey(d))) return;
       d.open = true;
       if (d.matches(FETCHED_PARTS)) loading.push(formsReady(d));
     });
     // An output or result being read stays unfolded: its rest is fetched again.
     for (const id of was.unfolded) {
-      const more = main.querySelector(`.show-more[aria-controls="${CSS.escape(id)}"]`);
+      const more = root.querySelector(`.show-more[aria-controls="${CSS.escape(id)}"]`);
       if (more) toggleFold(more, false);
     }
-    restoreValues(main, was);
+    restoreValues(root, was);
     // A step's editor or "Retry or fork" fetches its forms again: what was typed in them goes
     // back once they come.
-    if (loading.length) Promise.all(loading).then(() => restoreValues(main, was));
+    if (loading.length) Promise.all(loading).then(() => restoreValues(root, was));
   }
   // Each value and the focus go back once, so a second pass cannot undo typing since the first.
-  function restoreValues(main, was) {
-    main.querySelectorAll("textarea, input[type=text], input[type=number]").forEach((f) => {
+  function restoreValues(root, was) {
+    root.querySelectorAll("textarea, input[type=text], input[type=number]").forEach((f) => {
       const key = partKey(f);
       if (was.values.has(key)) { f.value = was.values.get(key); was.values.delete(key); }
       if (was.focus === key) { f.focus(); was.focus = null; }
@@ -455,6 +472,7 @@
     const card = e.target;
     if (!card || !card.dataset || !card.dataset.stepId) return;
     if (card.dataset.stepId === openStepId) card.dataset.open = "yes";
+    if (keptCards) restoreParts(card, keptCards);
     showLiveText(card.dataset.stepId);
     reapplyStatus(card.dataset.stepId);
   });

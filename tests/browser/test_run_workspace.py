@@ -357,3 +357,37 @@ def test_an_event_about_one_step_keeps_the_graph_and_refreshes_that_step_s_card(
         "data-status", "awaiting_plan_approval"
     )
     assert page.js_errors == []
+
+
+def test_a_card_fetched_again_keeps_what_is_open_and_typed_in_it(page, daphne_url, make_user):
+    # The card an event names comes back out of band: the person editing that very step kept
+    # neither their open editor nor what they had typed in it.
+    alice = make_user("alice", "pw-for-tests-1")
+    run = Run.objects.create(owner=alice, task="Compare tea and coffee")
+    run_plan(run.pk)
+    asking = run.steps.exclude(role="synthesizer").order_by("position").first()
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    page.goto(f"{daphne_url}/runs/{run.pk}/")
+    expect(page.locator("#ws-state")).to_have_text("live")
+    open_step(page, asking.step_id)
+    card = page.locator(f"#step-{asking.step_id}")
+    card.locator(".step-editor summary").click()
+    editor = card.locator("textarea[name=instruction]")
+    editor.fill("Typed while the step asks")
+    card.evaluate("(el) => { el.dataset.old = 'yes'; }")
+
+    approval = Approval.objects.create(
+        run=run, step_id=asking.step_id, call_key="1:http_post", tool="http_post",
+        effect="send", arguments={"url": "https://example.com/tea"},
+    )  # fmt: skip
+    payload = {"approval": approval.pk, "tool": "http_post", "effect": "send", "arguments": {}}
+    event_append(run.pk, "approval.requested", {**payload, "kind": "call"}, step_id=asking.step_id)
+
+    # The card is a new one, with the approval on it...
+    expect(card.locator(".step-approvals")).to_contain_text("http_post")
+    assert card.evaluate("(el) => el.dataset.old") is None
+    # ...and the editor is open again with what was typed, where the typing goes on.
+    expect(card.locator(".step-editor")).to_have_attribute("open", "")
+    expect(editor).to_have_value("Typed while the step asks")
+    expect(editor).to_be_focused()
+    assert page.js_errors == []
