@@ -92,8 +92,10 @@ def test_a_timeline_out_of_sight_waits_until_it_is_scrolled_to(
 
     page.click("#approve-plan")
     # Two steps of twenty ended: the socket told the page, and the timeline stayed as it was.
+    # (The graph is mounted again once the approval's answer is in: until then there is none.)
     page.wait_for_function(
-        "() => ['s01', 's02'].every((id) => window.planGraph.status(id) === 'succeeded')"
+        "() => window.planGraph && ['s01', 's02'].every("
+        "(id) => window.planGraph.status(id) === 'succeeded')"
     )
     assert not [url for url in asked if "/timeline/" in url]
     # The step's keyboard button, over its box in the graph, says so too.
