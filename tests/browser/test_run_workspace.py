@@ -314,6 +314,16 @@ def test_a_step_opened_while_it_runs_stays_open_when_it_ends(
     assert page.js_errors == []
 
 
+def _ask_approval(run: Run, step_id: str) -> None:
+    """The step asks for an approval of a post, as its executor's gate does."""
+    approval = Approval.objects.create(
+        run=run, step_id=step_id, call_key="1:http_post", tool="http_post",
+        effect="send", arguments={"url": "https://example.com/tea"},
+    )  # fmt: skip
+    payload = {"approval": approval.pk, "tool": "http_post", "effect": "send", "arguments": {}}
+    event_append(run.pk, "approval.requested", {**payload, "kind": "call"}, step_id=step_id)
+
+
 def test_an_event_about_one_step_keeps_the_graph_and_refreshes_that_step_s_card(
     page, daphne_url, make_user
 ):
@@ -332,12 +342,7 @@ def test_an_event_about_one_step_keeps_the_graph_and_refreshes_that_step_s_card(
     editor = page.locator(f"#step-{edited.step_id} textarea[name=instruction]")
     editor.fill("Half typed")
 
-    approval = Approval.objects.create(
-        run=run, step_id=asking.step_id, call_key="1:http_post", tool="http_post",
-        effect="send", arguments={"url": "https://example.com/tea"},
-    )  # fmt: skip
-    payload = {"approval": approval.pk, "tool": "http_post", "effect": "send", "arguments": {}}
-    event_append(run.pk, "approval.requested", {**payload, "kind": "call"}, step_id=asking.step_id)
+    _ask_approval(run, asking.step_id)
 
     # The rest of the page came again (the approval's own card), the step's card too...
     expect(page.locator("#approvals-pending .approval")).to_have_count(1)
@@ -376,12 +381,7 @@ def test_a_card_fetched_again_keeps_what_is_open_and_typed_in_it(page, daphne_ur
     editor.fill("Typed while the step asks")
     card.evaluate("(el) => { el.dataset.old = 'yes'; }")
 
-    approval = Approval.objects.create(
-        run=run, step_id=asking.step_id, call_key="1:http_post", tool="http_post",
-        effect="send", arguments={"url": "https://example.com/tea"},
-    )  # fmt: skip
-    payload = {"approval": approval.pk, "tool": "http_post", "effect": "send", "arguments": {}}
-    event_append(run.pk, "approval.requested", {**payload, "kind": "call"}, step_id=asking.step_id)
+    _ask_approval(run, asking.step_id)
 
     # The card is a new one, with the approval on it...
     expect(card.locator(".step-approvals")).to_contain_text("http_post")
