@@ -98,6 +98,12 @@ def events_after(run_id: int, seq: int, limit: int = 1000) -> list[dict[str, Any
     return [e.as_message() for e in events]
 
 
+def events_before(run_id: int, seq: int, limit: int) -> list[dict[str, Any]]:
+    """The `limit` events before `seq`, newest first: the run page's log going back."""
+    events = RunEvent.objects.filter(run_id=run_id, seq__lt=seq).order_by("-seq")[:limit]
+    return [e.as_message() for e in events]
+
+
 def tool_calls_by_step(
     run: Run, step_ids: list[str] | None = None
 ) -> dict[str, list[dict[str, Any]]]:

@@ -87,6 +87,7 @@ from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
 from planner_ui.signed_in import SignedInRequest
 from planner_ui.tools import COMMANDS, REGISTRY, Tool
 
+from .log import LOG_PAGE
 from .step_cards import estimate_note, step_card
 
 RUNS_PER_PAGE = 20
@@ -493,6 +494,7 @@ def render_run(
         )
     if not fragment:
         context["step_progress"] = {str(status): rank for status, rank in STEP_PROGRESS.items()}
+        context["log_page"] = LOG_PAGE
     template = "planner_ui/_run_main.html" if fragment else "planner_ui/run_detail.html"
     response = render(request, template, context, status=status)
     if kept:

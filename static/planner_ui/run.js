@@ -608,7 +608,14 @@
     }
   }
 
-  function appendLog(ev) {
+  // The log shows the latest events: on load, the page's socket replays only the last page of
+  // them before the render (the rest are in the render already), and a live log that grows
+  // past a few pages drops its oldest lines. Earlier ones come a page at a time on asking.
+  // At 1,000 steps the whole log was 5,000 events replayed on every load.
+  const LOG_PAGE = parseInt(page.dataset.logPage || "300", 10);
+  let oldestLogged = 0;  // the seq of the oldest event in the log, 0 while none
+  let earlierAsked = false;  // a person went back: nothing is dropped from then on
+  function logRow(ev) {
     const li = document.createElement("li");
     li.className = "ev ev-" + ev.type.replace(/\./g, "-");
     li.dataset.seq = ev.seq;
@@ -621,7 +628,46 @@
     what.className = "ev-text";
     what.textContent = describe(ev);
     li.append(time, who, what);
-    log.prepend(li);
+    return li;
+  }
+  function appendLog(ev) {
+    log.prepend(logRow(ev));
+    if (!oldestLogged) oldestLogged = ev.seq;
+    if (earlierAsked) return;
+    const rows = log.querySelectorAll(":scope > li.ev");
+    if (rows.length <= 3 * LOG_PAGE) return;
+    for (let i = rows.length - 1; i >= 2 * LOG_PAGE; i--) rows[i].remove();
+    oldestLogged = parseInt(rows[2 * LOG_PAGE - 1].dataset.seq, 10);
+    offerEarlier();
+  }
+  // The log's last line, while events before its oldest one exist.
+  function offerEarlier() {
+    if (document.getElementById("log-earlier") || oldestLogged <= 1) return;
+    const li = document.createElement("li");
+    li.className = "log-earlier";
+    const button = document.createElement("button");
+    button.type = "button";
+    button.id = "log-earlier";
+    button.textContent = "Earlier events";
+    button.addEventListener("click", () => showEarlier(button));
+    li.append(button);
+    log.append(li);
+  }
+  function showEarlier(button) {
+    earlierAsked = true;
+    button.disabled = true;
+    fetch(page.dataset.logUrl + "?before=" + oldestLogged, {headers: {"Accept": "application/json"}})
+      .then((response) => response.ok ? response.json() : Promise.reject(new Error(response.status)))
+      .then((data) => {
+        const here = button.closest("li");
+        for (const ev of data.events) {  // newest first, as the log reads
+          here.before(logRow(ev));
+          oldestLogged = ev.seq;
+        }
+        if (data.more) button.disabled = false;
+        else here.remove();
+      })
+      .catch(() => { button.disabled = false; button.textContent = "Earlier events (could not load them: try again)"; });
   }
 
   function apply(ev) {
@@ -750,6 +796,9 @@
   }, true);
 
   readRenderedSeq();
+  // Events up to the render's are in the page already: the log replays the last page of them.
+  lastSeq = Math.max(0, renderedSeq - LOG_PAGE);
+  if (lastSeq) { oldestLogged = lastSeq + 1; offerEarlier(); }  // the replay brings the rest
   mountGraph();
   watchTimeline();
   const asked = window.location.hash.startsWith("#step-") ? decodeURIComponent(window.location.hash.slice("#step-".length)) : remembered();
