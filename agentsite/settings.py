@@ -351,6 +351,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     # How often a worker looks for such tasks: every interval × throttle seconds.
     "unacked_restore_interval": int(os.environ.get("CELERY_UNACKED_RESTORE_INTERVAL", "10")),
     "unacked_restore_throttle": int(os.environ.get("CELERY_UNACKED_RESTORE_THROTTLE", "10")),
+    # A worker looks under a lock in Redis that expires after this long. kombu's 300 s meant
+    # that a worker SIGKILLed inside its look (milliseconds, but a kill can land there) kept
+    # every other worker from re-delivering anything for five minutes: seen in CI, a killed
+    # step never came back within the test's minute.
+    "unacked_mutex_expire": int(os.environ.get("CELERY_UNACKED_MUTEX_EXPIRE", "30")),
 }
 # Every other prefix names Celery's keys in Redis too, its queue and its exchanges, so that
 # installs sharing one Redis database never take each other's tasks and `celery inspect` or

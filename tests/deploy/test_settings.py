@@ -120,6 +120,7 @@ print(json.dumps({
         settings, k) and k[len("CELERY_"):].lower() in app.conf],
     "broker": app.conf.broker_url,
     "visibility": app.conf.broker_transport_options["visibility_timeout"],
+    "mutex_expire": app.conf.broker_transport_options["unacked_mutex_expire"],
     "acks_late": app.conf.task_acks_late,
     "queue": app.conf.task_default_queue,
     "keyprefix": app.conf.broker_transport_options.get("global_keyprefix"),
@@ -142,6 +143,7 @@ def test_celery_reads_every_celery_setting_from_the_environment(tmp_path):
         REDIS_URL="redis://redis.internal:6379/3",
         DJANGO_SECRET_KEY="k",
         CELERY_VISIBILITY_TIMEOUT="77",
+        CELERY_UNACKED_MUTEX_EXPIRE="7",
         CELERY_DB_REUSE_MAX="9",
     )
     result = subprocess.run(
@@ -153,6 +155,7 @@ def test_celery_reads_every_celery_setting_from_the_environment(tmp_path):
         "unread": [],
         "broker": "redis://redis.internal:6379/3",
         "visibility": 77,
+        "mutex_expire": 7,
         "acks_late": True,
         "queue": "agentsite",
         # The default prefix keeps Celery's own names: an older install's queue stays found.

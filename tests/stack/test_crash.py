@@ -50,6 +50,8 @@ class Workers:
                 "CELERY_VISIBILITY_TIMEOUT": "3",
                 "CELERY_UNACKED_RESTORE_INTERVAL": "1",
                 "CELERY_UNACKED_RESTORE_THROTTLE": "1",
+                # A worker killed while it looked leaves its lock for this long.
+                "CELERY_UNACKED_MUTEX_EXPIRE": "2",
                 "AGENTSITE_STEP_LEASE_S": "2",
                 **settings_env,
             }
