@@ -37,6 +37,7 @@ urlpatterns = [
     ),
     path("runs/<int:run_id>/result/", outputs.run_result, name="run_result"),
     path("runs/<int:run_id>/timeline/", report.run_timeline_part, name="run_timeline"),
+    path("runs/<int:run_id>/estimate/", report.run_estimate_part, name="run_estimate"),
     path("runs/<int:run_id>/log/", log.run_log_earlier, name="run_log"),
     path(
         "runs/<int:run_id>/report.<str:kind>",

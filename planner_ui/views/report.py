@@ -1,5 +1,6 @@
 """A run's report and timeline: the report downloads as JSON, Markdown or an HTML page; the
-timeline is a fragment the run page fetches again as steps move."""
+timeline is a fragment the run page fetches again as steps move, and the estimate's per-step
+table one it fetches when the estimate is opened."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from planner_ui.selectors.estimate import run_estimate
 from planner_ui.selectors.report import (
     REPORT_PAGE_POLICY,
     report_html,
@@ -45,6 +47,16 @@ def run_report_download(request: SignedInRequest, run_id: int, kind: str) -> Htt
     # Should a browser show it anyway: nothing loads, nothing runs (the page's own policy).
     response["Content-Security-Policy"] = REPORT_PAGE_POLICY + "; sandbox"
     return response
+
+
+@login_required
+@require_GET
+def run_estimate_part(request: SignedInRequest, run_id: int) -> HttpResponse:
+    """Each step's actual figures beside its estimate: the table the run page's folded estimate
+    fetches when it is opened."""
+    run = run_get_for_user(request.user, run_id)
+    context = {"run": run, "estimate": run_estimate(run)}
+    return render(request, "planner_ui/_run_estimate_table.html", context)
 
 
 @login_required

@@ -348,8 +348,22 @@
     if (!main || !kept) return;
     const was = kept;
     kept = null;
+    settleOpen = was.open;
     restoreParts(main, was);
   }
+  // htmx settles an element that has an id by giving it the new render's attributes a moment
+  // after the swap: a part with an id opened again at the swap (the estimate, the usage, the
+  // run's facts) folded back. Opened again once settled; a fetch still on its way is not
+  // asked for twice (formsReady).
+  let settleOpen = null;
+  document.body.addEventListener("htmx:afterSettle", (e) => {
+    if (!(e.detail.target && e.detail.target.id === "run-main") || !settleOpen) return;
+    const open = settleOpen;
+    settleOpen = null;
+    e.detail.target.querySelectorAll("details[id]").forEach((d) => {
+      if (!d.open && open.has(partKey(d))) d.open = true;
+    });
+  });
   function restoreParts(root, was) {
     const loading = [];
     root.querySelectorAll("details").forEach((d) => {
@@ -777,8 +791,10 @@
   // retry and fork forms when "Retry or fork" does (views.retries.step_again): sent inside every
   // card, the edit forms were three quarters of a 1,000-step plan's page. Resolves once they
   // are in; until they come, the part holds a link to them on a page of their own. Settled at
-  // once (settle:0ms), so the forms are htmx's before anyone can press them.
-  const FETCHED_PARTS = "details.step-editor, details.step-again";
+  // once (settle:0ms), so the forms are htmx's before anyone can press them. The estimate's
+  // table of each step's figures (views.report.run_estimate_part) comes the same way, afresh
+  // at each opening: it has no form, so its link stays.
+  const FETCHED_PARTS = "details.step-editor, details.step-again, details#run-estimate";
   function formsReady(part) {
     const body = part.querySelector(":scope > [data-src]");
     if (!body) return Promise.resolve();

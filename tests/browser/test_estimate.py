@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from planner_ui.models import Run
 from planner_ui.selectors.estimate import run_estimate
+from planner_ui.services.events import event_append
 from tests.browser.flows import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
@@ -54,4 +55,12 @@ def test_the_estimate_and_critical_path_show_before_approval_and_actuals_after(
         expect(row.locator("td").first).to_have_text(
             re.compile(rf"^{step.model_calls} / {estimate.step(step.step_id).calls}$")
         )
+
+    # The table is fetched when the estimate opens; a refresh of the page keeps it open and
+    # fetches it afresh.
+    table.evaluate("(el) => { el.dataset.old = 'yes'; }")
+    event_append(run.pk, "run.status", {"status": run.status})
+    expect(page.locator("#estimate-vs-actual[data-old]")).to_have_count(0)
+    expect(table).to_be_visible()
+    expect(page.locator("#run-estimate")).to_have_attribute("open", "")
     assert page.js_errors == []

@@ -70,6 +70,8 @@ def test_before_approval_the_page_shows_the_estimate_and_the_critical_path(
     # Each card carries its own estimate; no actual figures exist yet.
     assert "estimated 2 calls, ~" in page and ", on the critical path</span>" in page
     assert 'id="estimate-vs-actual"' not in page
+    part = client_alice.get(reverse("run_estimate", args=[run.pk])).content.decode()
+    assert "No step has run yet." in part and "<table" not in part
     graph = run_graph(run)
     assert [n["id"] for n in graph["nodes"] if n["critical"]] == path
     critical_edges = [(e["source"], e["target"]) for e in graph["edges"] if e["critical"]]
@@ -125,6 +127,10 @@ def test_after_the_run_each_step_shows_actual_beside_estimate(client_alice, alic
     assert run.status == "succeeded", run.error
 
     page = page_of(client_alice, run)
+    # The page holds the link to each step's figures, fetched when the estimate is opened.
+    part = reverse("run_estimate", args=[run.pk])
+    assert f'data-src="{part}"' in page and 'id="estimate-vs-actual"' not in page
+    table = client_alice.get(part).content.decode()
 
     assert text_of(page, "estimate-summary").startswith("Estimated to execute this plan:")
     estimate = run_estimate(run)
@@ -133,7 +139,7 @@ def test_after_the_run_each_step_shows_actual_beside_estimate(client_alice, alic
         step = run.steps.get(step_id=row.step_id)
         assert row.actual is not None
         assert (row.actual.calls, row.actual.tokens_in) == (step.model_calls, step.tokens_in)
-        cells = re.search(rf'<tr data-step-id="{row.step_id}"[^>]*>(.*?)</tr>', page, re.S)
+        cells = re.search(rf'<tr data-step-id="{row.step_id}"[^>]*>(.*?)</tr>', table, re.S)
         assert cells, row.step_id
         text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", cells.group(1))).split())
         assert text.startswith(
@@ -144,7 +150,7 @@ def test_after_the_run_each_step_shows_actual_beside_estimate(client_alice, alic
     # The steps' totals exclude the planner, whose call the run's own totals hold.
     planner_calls = run.calls.filter(step_id="").count()
     assert estimate.actual_calls == run.model_calls - planner_calls
-    footer = re.search(r"<tfoot>(.*?)</tfoot>", page, re.S).group(1)
+    footer = re.search(r"<tfoot>(.*?)</tfoot>", table, re.S).group(1)
     footer_text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", footer)).split())
     assert footer_text.startswith(f"All steps {estimate.actual_calls} / {estimate.plan.calls} ")
     # The step cards show the actual figures and the estimate side by side.

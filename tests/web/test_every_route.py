@@ -100,6 +100,7 @@ ROUTES: dict[str, tuple[str, str]] = {
     "runs/<int:run_id>/steps/<slug:step_id>/output/": (OWNED, "Step (its whole output)"),
     "runs/<int:run_id>/result/": (OWNED, "Run (its whole result)"),
     "runs/<int:run_id>/timeline/": (OWNED, "Run's events"),
+    "runs/<int:run_id>/estimate/": (OWNED, "Run's steps (actual beside estimate)"),
     "runs/<int:run_id>/log/": (OWNED, "Run's events (earlier in the log)"),
     "runs/<int:run_id>/report.<str:kind>": (OWNED, "Run's report"),
     "runs/<int:run_id>/files/<path:path>": (OWNED, "RunFile"),
