@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from django.conf import settings
@@ -98,13 +98,28 @@ def critical_step_ids(steps: Sequence[Step]) -> list[str]:
     return core_estimate.critical_path(shapes)
 
 
+def run_plan_estimate(run: Run, steps: Sequence[Step]) -> RunEstimate:
+    """The estimate of executing the run's current steps (all of them, read already), and
+    whether they execute, without what each used: what the run page's folded estimate shows
+    (its table of actual figures comes when it is opened, run_estimate)."""
+    if not steps:
+        return RunEstimate()
+    plan = core_estimate.estimate_plan(step_shapes(run, steps), _route_lookup(run))
+    return RunEstimate(
+        plan=plan,
+        by_step={e.step_id: e for e in plan.steps},
+        executing=run.status not in _BEFORE_EXECUTION,
+    )
+
+
 def run_estimate(run: Run, steps: Sequence[Step] | None = None) -> RunEstimate:
     """The estimate of executing the run's current steps, and each step's actual use so far;
     `steps` are all the run's, for a caller that has read them already."""
     steps = list(run.steps.all()) if steps is None else steps
-    if not steps:
-        return RunEstimate()
-    plan = core_estimate.estimate_plan(step_shapes(run, steps), _route_lookup(run))
+    estimate = run_plan_estimate(run, steps)
+    plan = estimate.plan
+    if plan is None:
+        return estimate
     unpriced = dict(
         run.calls.exclude(step_id="")
         .values_list("step_id")
@@ -123,11 +138,9 @@ def run_estimate(run: Run, steps: Sequence[Step] | None = None) -> RunEstimate:
         )
         for s in steps
     ]
-    return RunEstimate(
-        plan=plan,
+    return replace(
+        estimate,
         steps=rows,
-        by_step={e.step_id: e for e in plan.steps},
-        executing=run.status not in _BEFORE_EXECUTION,
         actual_calls=sum(s.model_calls for s in steps),
         actual_tokens_in=sum(s.tokens_in for s in steps),
         actual_tokens_out=sum(s.tokens_out for s in steps),

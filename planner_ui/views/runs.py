@@ -60,7 +60,7 @@ from planner_ui.core.status import (
 )
 from planner_ui.models import PlanProposal, PlanVersion, Run, Step
 from planner_ui.selectors.approvals import run_approvals
-from planner_ui.selectors.estimate import plan_estimate, run_estimate
+from planner_ui.selectors.estimate import plan_estimate, run_plan_estimate
 from planner_ui.selectors.files import run_files
 from planner_ui.selectors.local_models import local_models_panel
 from planner_ui.selectors.proposals import proposal_review
@@ -481,7 +481,7 @@ def render_run(
         context.update(
             steps=steps,
             plan_editable=plan_change_refusal(run) is None,
-            estimate=run_estimate(run, steps),
+            estimate=run_plan_estimate(run, steps),
         )
     else:
         context["timeline"] = run_timeline(run, steps)
@@ -555,10 +555,11 @@ def _cards_context(
         deps = {step_id: depends_on for step_id, depends_on, _ in rows}
         statuses = {step_id: status for step_id, _, status in rows}
         forkable = forkable_steps(deps, statuses)
-    # The page shows the run's estimate beside what it used; a card needs only its own step's
-    # estimate and the critical path, which the plan alone gives (plan_estimate reads no
-    # outputs: a card refresh does not grow with what the other steps wrote).
-    estimate = run_estimate(run, steps) if all_steps else None
+    # The page shows the run's estimate (each step's actual figures come when it is opened:
+    # views.report.run_estimate_part); a card needs only its own step's estimate and the
+    # critical path, which the plan alone gives (plan_estimate reads no outputs: a card
+    # refresh does not grow with what the other steps wrote).
+    estimate = run_plan_estimate(run, steps) if all_steps else None
     planned = estimate.plan if estimate is not None else plan_estimate(run)
     by_step = {e.step_id: e for e in planned.steps} if planned else {}
     critical = set(planned.critical_path) if planned else set()

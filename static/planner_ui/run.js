@@ -647,7 +647,8 @@
   function appendLog(ev) {
     log.prepend(logRow(ev));
     if (!oldestLogged) oldestLogged = ev.seq;
-    if (earlierAsked) return;
+    // Counted at no cost first (its children are the rows and at most one more line).
+    if (earlierAsked || log.childElementCount <= 3 * LOG_PAGE) return;
     const rows = log.querySelectorAll(":scope > li.ev");
     if (rows.length <= 3 * LOG_PAGE) return;
     for (let i = rows.length - 1; i >= 2 * LOG_PAGE; i--) rows[i].remove();
