@@ -40,6 +40,17 @@ def open_step(page, step_id: str) -> None:
     expect(page.locator(f"#step-{step_id}")).to_be_visible()
 
 
+def page_settled(page) -> None:
+    """Wait until htmx has no request of the page on its way and nothing left to settle: what
+    a person sees before they click. Seen once in CI (test_accessibility): Resume, clicked in
+    the moment a refresh the run's events had asked for was on its way, sent no request."""
+    page.wait_for_function(
+        "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, "
+        ".htmx-added')",
+        timeout=30_000,
+    )
+
+
 def approve_and_finish(page) -> None:
     """Approve the plan on the page and wait until the run has delivered its result."""
     page.click("#approve-plan")
