@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -85,9 +86,10 @@ def rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         # Django's connection and in its transaction.
         db.ensure_connection()
         db.validate_no_broken_transaction()
-        with db.wrap_database_errors, psycopg.Cursor(db.connection) as cursor:
+        statement = _dollars(sql)
+        with db.wrap_database_errors, psycopg.RawCursor(db.connection) as cursor:
             try:
-                cursor.execute(sql, params, prepare=True)
+                cursor.execute(statement, params, prepare=True)
             except psycopg.errors.FeatureNotSupported as exc:
                 # In a transaction, the statement's failure aborted it: its rollback drops
                 # the connection's prepared statements (psycopg does), and `retried` runs it
@@ -95,7 +97,7 @@ def rows(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
                 if not _plan_changed(exc) or db.in_atomic_block:
                     raise
                 cursor.execute("DEALLOCATE ALL")  # psycopg forgets its own list with it
-                cursor.execute(sql, params, prepare=True)
+                cursor.execute(statement, params, prepare=True)
             return _fetched(cursor)
     with db.cursor() as cursor:
         cursor.execute(sql, params)
@@ -119,6 +121,30 @@ def _fetched(cursor: psycopg.Cursor[Any]) -> list[tuple[Any, ...]]:
     # `description` is read, 51 µs for a claim that returns its step and its run, 80 columns.
     result = cursor.pgresult
     return cursor.fetchall() if result and result.status == _TUPLES_OK else []
+
+
+_PLACEHOLDER = re.compile(r"%.?", re.DOTALL)
+
+
+@lru_cache(maxsize=1024)
+def _dollars(sql: str) -> str:
+    """A statement's `%s` placeholders as PostgreSQL's own `$1`, `$2`, … and its `%%` as `%`,
+    worked out once per text, for psycopg's RawCursor, which sends a statement as it is. Its
+    plain cursor parses the placeholders of a text of over 4,096 characters or 50 parameters
+    again at every execution: the finish's statement (`steps._FINISH_COUNTING`, 4,365
+    characters) took 87 µs a step, and an INSERT of a fan-out's 31 events 0.9 ms."""
+    numbered = 0
+
+    def placeholder(match: re.Match[str]) -> str:
+        nonlocal numbered
+        if match[0] == "%%":
+            return "%"
+        if match[0] != "%s":
+            raise ValueError(f"only %s and %% may follow a % in a statement: {match[0]!r}")
+        numbered += 1
+        return f"${numbered}"
+
+    return _PLACEHOLDER.sub(placeholder, sql)
 
 
 @lru_cache(maxsize=1024)

@@ -297,3 +297,30 @@ def test_a_transaction_refused_an_old_prepared_statement_goes_again_under_retrie
     # The first try's UPDATE was rolled back with it: the amount went up once.
     assert sql.retried(attempt) == [(Decimal("9.00"),)]
     assert len(tries) == 3
+
+
+def test_placeholders_become_postgresqls_own_numbered_once_per_statement():
+    assert sql._dollars("SELECT %s, '100%%', x FROM t WHERE a = %s AND b = %s") == (
+        "SELECT $1, '100%', x FROM t WHERE a = $2 AND b = $3"
+    )
+    assert sql._dollars("SELECT 1") == "SELECT 1"
+    for bad in ("SELECT %(name)s", "SELECT 5 %", "SELECT %d"):
+        with pytest.raises(ValueError, match="only %s and %% may follow a %"):
+            sql._dollars(bad)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
+def test_a_statement_over_psycopgs_cache_limits_runs_with_its_values_in_place(run, settings):
+    # Longer than 4,096 characters and with more than 50 parameters: psycopg's own cursor would
+    # parse it at every execution; sent with numbered placeholders, each value lands in its place.
+    settings.AGENTSITE_DB_PREPARED = True
+    values = list(range(60))
+    statement = (
+        "SELECT "
+        + ", ".join(["%s::int"] * len(values))
+        + ", '50%%' "
+        + " " * 4200
+        + f"FROM {sql.table(Run)} WHERE id = %s"
+    )
+    for _ in range(2):
+        assert sql.rows(statement, [*values, run.pk]) == [(*values, "50%")]
