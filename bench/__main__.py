@@ -80,7 +80,14 @@ DEFINITIONS = {
     "in one frame, frames_per_client) and follow no step's live text (`&text=`)",
     "floor": "the same DAG as bare Celery tasks on the same Redis and worker settings (the run "
     "with the median makespan of --repeat); worker_ms_per_step is its worker's CPU (pool "
-    "included) per step: what Celery itself costs a step",
+    "included) per step: what Celery itself costs a step. With --floor-cpu-ms, cpu_sweep: "
+    "the floor again with its tasks spending cpu_ms of CPU besides (bench.cpu_budget), and "
+    "ratio_per_cpu_ms: the slope of its ratio over that CPU, what a ms of CPU a step costs "
+    "the makespan on this machine",
+    "cpu_budget": "with --floor-cpu-ms: agentsite's CPU a step by process (cpu.by_process_s "
+    "over the steps; 'benchmark' is this process with the watchers' clients), how far its sum "
+    "is over the floor's worker, and the floor's ratio at that much more CPU a step "
+    "(floor_ratio_at_that_cpu): what agentsite's ratio would be if its CPU were all it paid",
 }
 
 
@@ -179,6 +186,15 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "is left as it is",
     )
     parser.add_argument(
+        "--floor-cpu-ms",
+        default="",
+        metavar="MS,MS,...",
+        help="run the floor again at each of these, its tasks spending that many ms of CPU "
+        "besides (two fifths before the sleep, the rest after, as a step's claim and finish): "
+        "what the makespan pays for each ms of CPU a step costs the machine, to read "
+        "agentsite's CPU a step against",
+    )
+    parser.add_argument(
         "--no-floor",
         action="store_true",
         help="skip the raw-Celery floor (the same DAGs as bare Celery tasks, run afterwards)",
@@ -202,6 +218,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--workers must be at least 1")
     if args.db_delay_ms < 0:
         parser.error("--db-delay-ms cannot be negative")
+    try:
+        args.floor_cpu_ms = [float(ms) for ms in args.floor_cpu_ms.split(",") if ms.strip()]
+    except ValueError:
+        parser.error(
+            f"--floor-cpu-ms takes milliseconds separated by commas, not {args.floor_cpu_ms!r}"
+        )
+    if any(ms < 0 for ms in args.floor_cpu_ms) or (args.floor_cpu_ms and args.no_floor):
+        parser.error("--floor-cpu-ms takes milliseconds of 0 or more, and the floor")
     if args.db_delay_ms and not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         parser.error("--db-delay-ms puts PostgreSQL farther away: set DATABASE_URL=postgres://…")
     return args
@@ -324,8 +348,13 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = _medians(results)
     if not args.no_floor:
+        from bench import cpu_budget
+
         for run in summary:
             run["floor"] = floors[(run["shape"], run["plan_steps"])]
+            if (found := cpu_budget.budget(run, run["steps_run"])) is not None:
+                run["cpu_budget"] = found
+                _say(cpu_budget.budget_line(run))
     report = {
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": _commit(),
@@ -418,11 +447,9 @@ def _throughput(
 
 
 def _floor(plans: list, stack: Any, args: argparse.Namespace, slots: int) -> dict:
-    """The same DAGs as bare Celery tasks on the same Redis, agentsite's processes stopped."""
-    from django.conf import settings
-
-    from bench.cpu import CpuWindow, ms_per_step
-    from bench.floor import floor_run
+    """The same DAGs as bare Celery tasks on the same Redis, agentsite's processes stopped;
+    with --floor-cpu-ms, again at each CPU a step given, and what a ms of it costs."""
+    from bench import cpu_budget
 
     _say("The raw-Celery floor: the same DAGs as bare tasks on the same Redis ...")
     stack.stop(keep_redis=True)
@@ -430,30 +457,58 @@ def _floor(plans: list, stack: Any, args: argparse.Namespace, slots: int) -> dic
     workers = {role: pid for role, pid in stack.pids.items() if role.split("-")[0] == "floor"}
     floors = {}
     for plan in plans:
-        steps = len(plan.with_synthesis())
-        timeout = 60 + 20 * steps * max(args.latency, 0.1)
-        runs = []
-        for _ in range(args.repeat):
-            cpu = CpuWindow(workers)
-            cpu.start()
-            run = floor_run(
-                plan,
-                latency_s=args.latency,
-                slots=slots,
-                redis_url=settings.REDIS_URL,
-                timeout_s=timeout,
-            )
-            used = cpu.stop()["by_process_s"]
-            # Celery's own cost of a task, beside which agentsite's worker CPU a step is read.
-            run["worker_ms_per_step"] = ms_per_step(sum(used.values()) if used else None, steps)
-            runs.append(run)
-        chosen = sorted(runs, key=lambda run: run["makespan_s"])[(len(runs) - 1) // 2]
-        floors[(plan.name, plan.size)] = chosen
+        chosen = _floor_median(plan, workers, args, slots, cpu_ms=0.0)
         _say(
             f"  floor, {plan.name} of {plan.size}: makespan {chosen['makespan_s']:.2f} s, "
             f"worker CPU {chosen['worker_ms_per_step']} ms a step"
         )
+        if args.floor_cpu_ms:
+            sweep = [
+                {"cpu_ms": ms, **_floor_median(plan, workers, args, slots, cpu_ms=ms)}
+                for ms in args.floor_cpu_ms
+            ]
+            chosen["cpu_sweep"] = [
+                {key: run[key] for key in ("cpu_ms", "makespan_over_ideal", "worker_ms_per_step")}
+                for run in sweep
+            ]
+            chosen["ratio_per_cpu_ms"] = cpu_budget.slope(
+                [(0.0, chosen["makespan_over_ideal"])]
+                + [(run["cpu_ms"], run["makespan_over_ideal"]) for run in sweep]
+            )
+            _say(cpu_budget.sweep_line(plan.name, plan.size, chosen))
+        floors[(plan.name, plan.size)] = chosen
     return floors
+
+
+def _floor_median(
+    plan: Any, workers: dict[str, int], args: argparse.Namespace, slots: int, *, cpu_ms: float
+) -> dict[str, Any]:
+    """Of --repeat runs of `plan` on the floor, the one with the median makespan."""
+    from django.conf import settings
+
+    from bench import cpu_budget
+    from bench.cpu import CpuWindow, ms_per_step
+    from bench.floor import floor_run
+
+    steps = len(plan.with_synthesis())
+    timeout = 60 + 20 * steps * max(args.latency, 0.1)
+    runs = []
+    for _ in range(args.repeat):
+        cpu = CpuWindow(workers)
+        cpu.start()
+        run = floor_run(
+            plan,
+            latency_s=args.latency,
+            slots=slots,
+            redis_url=settings.REDIS_URL,
+            timeout_s=timeout,
+            cpu_s=cpu_budget.split(cpu_ms),
+        )
+        used = cpu.stop()["by_process_s"]
+        # Celery's own cost of a task, beside which agentsite's worker CPU a step is read.
+        run["worker_ms_per_step"] = ms_per_step(sum(used.values()) if used else None, steps)
+        runs.append(run)
+    return sorted(runs, key=lambda run: run["makespan_s"])[(len(runs) - 1) // 2]
 
 
 def _medians(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -57,18 +57,35 @@ def _redis() -> redis.Redis:
 
 
 @app.task(name="bench.floor.step")
-def floor_step(key: str, step_id: str, latency_s: float) -> None:
+def floor_step(
+    key: str, step_id: str, latency_s: float, cpu_s: tuple[float, float] = (0, 0)
+) -> None:
     client = _redis()
     client.hset(f"{key}:start", step_id, time.time())
+    _spin(cpu_s[0])
     time.sleep(latency_s)
+    _spin(cpu_s[1])
     client.hset(f"{key}:end", step_id, time.time())
     for child in json.loads(client.hget(f"{key}:dependents", step_id) or b"[]"):
         if client.decr(f"{key}:waiting:{child}") == 0:
-            floor_step.apply_async(args=(key, child, latency_s), queue=QUEUE)
+            floor_step.apply_async(args=(key, child, latency_s, cpu_s), queue=QUEUE)
+
+
+def _spin(cpu_s: float) -> None:
+    """Keep this process busy until it has used `cpu_s` more of CPU time."""
+    until = time.process_time() + cpu_s
+    while time.process_time() < until:
+        pass
 
 
 def floor_run(
-    shape: shapes.Shape, *, latency_s: float, slots: int, redis_url: str, timeout_s: float
+    shape: shapes.Shape,
+    *,
+    latency_s: float,
+    slots: int,
+    redis_url: str,
+    timeout_s: float,
+    cpu_s: tuple[float, float] = (0, 0),
 ) -> dict[str, Any]:
     """Run `shape` (synthesis included) on the floor's worker; its makespan and dispatch."""
     app.conf.broker_url = _kombu_url(redis_url)  # this process may not have REDIS_URL set
@@ -85,7 +102,7 @@ def floor_run(
     started = time.time()
     for step, parents in deps.items():
         if not parents:
-            floor_step.apply_async(args=(key, step, latency_s), queue=QUEUE)
+            floor_step.apply_async(args=(key, step, latency_s, cpu_s), queue=QUEUE)
     ends = _wait(lambda: client.hgetall(f"{key}:end"), len(deps), timeout_s)
     starts = client.hgetall(f"{key}:start")
     client.delete(
