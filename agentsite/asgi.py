@@ -1,4 +1,5 @@
 import os
+import sys
 
 from django.core.asgi import get_asgi_application
 
@@ -21,5 +22,10 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+if "daphne.server" in sys.modules:  # served by Daphne, not another ASGI server
+    from agentsite.frame_writes import frame_writes_cheaper
+
+    frame_writes_cheaper()
 
 heap_freeze(views=True)
