@@ -12,6 +12,7 @@ leaves.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 # Where a step's CPU goes in agentsite: the claim and the context before the model call, the
@@ -22,6 +23,13 @@ BEFORE_CALL = 0.4
 def split(cpu_ms: float) -> tuple[float, float]:
     """`cpu_ms` as the seconds a floor task spends before its sleep and after it."""
     return (cpu_ms * BEFORE_CALL / 1000, cpu_ms * (1 - BEFORE_CALL) / 1000)
+
+
+def spin(cpu_s: float) -> None:
+    """Keep this process busy until it has used `cpu_s` more of CPU time (a floor task's)."""
+    until = time.process_time() + cpu_s
+    while time.process_time() < until:
+        pass
 
 
 def slope(points: list[tuple[float, float]]) -> float | None:

@@ -21,7 +21,7 @@ from typing import Any
 import redis
 from celery import Celery
 
-from bench import metrics, shapes
+from bench import cpu_budget, metrics, shapes
 
 QUEUE = "bench-floor"
 
@@ -62,20 +62,13 @@ def floor_step(
 ) -> None:
     client = _redis()
     client.hset(f"{key}:start", step_id, time.time())
-    _spin(cpu_s[0])
+    cpu_budget.spin(cpu_s[0])
     time.sleep(latency_s)
-    _spin(cpu_s[1])
+    cpu_budget.spin(cpu_s[1])
     client.hset(f"{key}:end", step_id, time.time())
     for child in json.loads(client.hget(f"{key}:dependents", step_id) or b"[]"):
         if client.decr(f"{key}:waiting:{child}") == 0:
             floor_step.apply_async(args=(key, child, latency_s, cpu_s), queue=QUEUE)
-
-
-def _spin(cpu_s: float) -> None:
-    """Keep this process busy until it has used `cpu_s` more of CPU time."""
-    until = time.process_time() + cpu_s
-    while time.process_time() < until:
-        pass
 
 
 def floor_run(
