@@ -318,7 +318,10 @@
   let keptCards = null;  // the same, for the cards a card fetch brings again
   function partKey(el) {
     const owner = el.parentElement && el.parentElement.closest("[id]");
-    return (owner ? owner.id : "") + "|" + el.className + "|" + (el.getAttribute("name") || el.id || "");
+    // Without htmx's own classes, which come and go: an editor whose forms were on their way
+    // (`htmx-request`) was looked for by that class in the new render and folded shut.
+    const classes = Array.from(el.classList).filter((name) => !name.startsWith("htmx-")).join(" ");
+    return (owner ? owner.id : "") + "|" + classes + "|" + (el.getAttribute("name") || el.id || "");
   }
   function keepOpenParts() {
     const main = document.getElementById("run-main");

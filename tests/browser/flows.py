@@ -4,6 +4,7 @@ and what some do next: run it to the end, and make it go on as another tab would
 from __future__ import annotations
 
 import re
+import time
 
 from playwright.sync_api import expect
 
@@ -69,3 +70,11 @@ def retried_in_another_tab(page, run, step_id: str) -> None:
     page.wait_for_function("() => !document.querySelector('#run-main [data-old]')", timeout=30_000)
     wait_until(lambda: Run.objects.get(pk=run.pk).status == "succeeded", timeout=60)
     expect(page.locator("#run-header")).to_have_attribute("data-status", "succeeded")
+
+
+def routed_until(page, condition, what: str, timeout_s: float = 30.0) -> None:
+    """Wait, letting Playwright call the route handlers meanwhile, until `condition()` holds."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
+        page.wait_for_timeout(50)

@@ -4,7 +4,6 @@ the header's badge following along; what arrives at the far end is counted."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from playwright.sync_api import expect
@@ -15,7 +14,7 @@ from planner_ui.services.events import event_append, user_broadcast
 from planner_ui.services.runs import run_create, run_pause, run_resume
 from tests.fakes.receiver import Receiver
 
-from .flows import login, submit_task
+from .flows import login, routed_until, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -156,11 +155,11 @@ def test_a_refresh_landing_while_a_decision_is_on_its_way_keeps_its_outcome(
         page.route(f"{daphne_url}/approvals/*/decide/", hold_rejection)
 
         run_pause(run.pk, alice)
-        wait_until(page, lambda: held_refreshes, "the refresh the pause asks for")
+        routed_until(page, lambda: held_refreshes, "the refresh the pause asks for")
         coffee = pending.filter(has_text=f"{receiver.url}/coffee")
         coffee.locator('input[name="reason"]').fill("Coffee notes go out on Fridays")
         coffee.locator(".reject-call").click()
-        wait_until(page, lambda: held_decisions, "the rejection")
+        routed_until(page, lambda: held_decisions, "the rejection")
         # The rejection is decided on the server; its answer waits while the refresh lands.
         assert Approval.objects.get(run=run, arguments__url=f"{receiver.url}/coffee").state == (
             Approval.State.REJECTED
@@ -211,7 +210,7 @@ def test_a_request_arriving_while_the_inbox_refreshes_still_shows(page, daphne_u
         lambda route: route.continue_() if held else held.append((route, route.fetch())),
     )
     ask("send_email")
-    wait_until(page, lambda: held, "the first refresh")
+    routed_until(page, lambda: held, "the first refresh")
     ask("delete_file")
     expect(page.locator("#approvals-badge")).to_have_text("3")  # the second is asked for
     route, answer = held[0]
@@ -252,7 +251,7 @@ def test_an_approval_arriving_while_the_run_page_refreshes_still_shows(page, dap
         ),
     )
     ask("http_post")
-    wait_until(page, lambda: held, "the first refresh")
+    routed_until(page, lambda: held, "the first refresh")
     ask("send_email")  # its refresh waits for the first
     event_append(run.pk, "step.started", {"attempt": 1, "worker": "w"}, step_id="http_post")
     page.wait_for_timeout(600)  # the page asks for the timeline 300 ms after a step's event
@@ -261,14 +260,6 @@ def test_an_approval_arriving_while_the_run_page_refreshes_still_shows(page, dap
     expect(pending).to_have_count(2)
     expect(pending.filter(has_text="send_email")).to_have_count(1)
     assert page.js_errors == []
-
-
-def wait_until(page, condition, what: str, timeout_s: float = 30.0) -> None:
-    """Wait, letting Playwright call the route handlers meanwhile, until `condition()` holds."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
-        page.wait_for_timeout(50)
 
 
 def test_an_email_edited_through_its_fields_keeps_a_mistake_to_correct_then_shows_both(

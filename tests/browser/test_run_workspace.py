@@ -18,6 +18,7 @@ from .flows import (
     login,
     open_step,
     retried_in_another_tab,
+    routed_until,
     step_in_graph,
     submit_task,
 )
@@ -390,4 +391,41 @@ def test_a_card_fetched_again_keeps_what_is_open_and_typed_in_it(page, daphne_ur
     expect(card.locator(".step-editor")).to_have_attribute("open", "")
     expect(editor).to_have_value("Typed while the step asks")
     expect(editor).to_be_focused()
+    assert page.js_errors == []
+
+
+def test_a_card_fetched_again_while_its_editor_loads_keeps_the_editor_open(
+    page, daphne_url, make_user
+):
+    # An editor's forms come when it opens, and htmx marks it `htmx-request` meanwhile: a card
+    # fetched again in that moment looked for an open part of that other class, found none in
+    # the new card, and the editor folded shut under the person's click.
+    alice = make_user("alice", "pw-for-tests-1")
+    run = Run.objects.create(owner=alice, task="Compare tea and coffee")
+    run_plan(run.pk)
+    asking = run.steps.exclude(role="synthesizer").order_by("position").first()
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    page.goto(f"{daphne_url}/runs/{run.pk}/")
+    expect(page.locator("#ws-state")).to_have_text("live")
+    open_step(page, asking.step_id)
+    held = []
+    # The first ask for its forms is held (the later ones, the new card's, go through).
+    page.route(
+        f"{daphne_url}/runs/{run.pk}/steps/{asking.step_id}/editor/",
+        lambda route: route.continue_() if held else held.append(route),
+    )
+    card = page.locator(f"#step-{asking.step_id}")
+    card.locator(".step-editor summary").click()
+    page.wait_for_function("() => document.querySelector('.step-editor.htmx-request')")
+    routed_until(page, lambda: held, "the editor's forms asked for")
+    card.evaluate("(el) => { el.dataset.old = 'yes'; }")
+
+    _ask_approval(run, asking.step_id)
+
+    expect(card.locator(".step-approvals")).to_contain_text("http_post")
+    assert card.evaluate("(el) => el.dataset.old") is None
+    for route in held:
+        route.continue_()
+    expect(card.locator(".step-editor")).to_have_attribute("open", "")
+    expect(card.locator("textarea[name=instruction]")).to_be_visible()
     assert page.js_errors == []
