@@ -13,17 +13,31 @@
     badge.hidden = count === 0;
     if (count !== last) {
       last = count;
-      const list = document.getElementById("inbox-list");
-      // Everything but the outcome on top: the notice of a decision made on this page must
-      // not vanish when the count that decision changed comes back over the socket. Its inside
-      // only: a refresh asked for while another is on its way waits for it (htmx sends them one
-      // at a time), then swaps into the element it was aimed at, which must still be the page's.
-      if (list && window.htmx) {
-        htmx.ajax("GET", list.dataset.url, {target: "#inbox-live", swap: "innerHTML", select: "#inbox-live > *"});
-      }
+      refreshList();
       document.body.dispatchEvent(new CustomEvent("approvals:changed", {detail: {pending: count}}));
     }
   }
+
+  function refreshList() {
+    const list = document.getElementById("inbox-list");
+    // Everything but the outcome on top: the notice of a decision made on this page must not
+    // vanish when the count that decision changed comes back over the socket. Its inside only:
+    // a refresh asked for while another is on its way waits for it (htmx sends them one at a
+    // time), then swaps into the element it was aimed at, which must still be the page's.
+    if (list && window.htmx) {
+      htmx.ajax("GET", list.dataset.url, {target: "#inbox-live", swap: "innerHTML", select: "#inbox-live > *"});
+    }
+  }
+  // A list that comes back while a button is pressed would take the button out of the page
+  // (presses.js): it is asked for again once the button is let go.
+  let held = false;
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    if (!(e.detail.target && e.detail.target.id === "inbox-live") || !window.presses || !window.presses.down) return;
+    e.detail.shouldSwap = false;
+    if (held) return;
+    held = true;
+    window.presses.afterRelease(() => { held = false; refreshList(); });
+  });
 
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";

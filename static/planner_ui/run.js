@@ -293,11 +293,31 @@
     refreshTimeline();
     return true;
   }
+  // A refresh or a card fetch that comes back while something is pressed is set aside and
+  // asked for again once it is let go (presses.js: the pressed button must stay in the page).
+  let heldMain = false;
+  let heldAny = false;
+  function holdRefresh(refreshed, e) {
+    if (refreshed === "run-main") heldMain = true;
+    else {
+      const asked = new URL(e.detail.requestConfig.path, window.location.href).searchParams.get("steps");
+      if (asked) for (const stepId of asked.split(",")) dirtyCards.add(stepId);
+    }
+    if (heldAny) return;
+    heldAny = true;
+    window.presses.afterRelease(() => {
+      heldAny = false;
+      if (heldMain) { heldMain = false; refreshMain(true); }
+      if (dirtyCards.size && !cardTimer) cardTimer = setTimeout(fetchCards, 0);
+    });
+  }
+
   // Noted at swap time, not when the refresh was asked for: typing goes on meanwhile.
   document.body.addEventListener("htmx:beforeSwap", (e) => {
     const refreshed = refreshOf(e);
     if (!refreshed) return;
     if (e.detail.xhr.changesBefore !== changesStarted) { e.detail.shouldSwap = false; return; }
+    if (window.presses && window.presses.down) { e.detail.shouldSwap = false; holdRefresh(refreshed, e); return; }
     if (refreshed === "steps") {
       // Cards come back out of band: what a person has open or typed in one goes back into
       // its new card (htmx:oobAfterSwap), as a whole refresh does for the page.

@@ -41,15 +41,13 @@ def open_step(page, step_id: str) -> None:
     expect(page.locator(f"#step-{step_id}")).to_be_visible()
 
 
-def page_settled(page) -> None:
-    """Wait until htmx has no request of the page on its way and nothing left to settle: what
-    a person sees before they click. Seen once in CI (test_accessibility): Resume, clicked in
-    the moment a refresh the run's events had asked for was on its way, sent no request."""
-    page.wait_for_function(
-        "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling, "
-        ".htmx-added')",
-        timeout=30_000,
-    )
+def press(page, locator) -> None:
+    """Put the mouse's button down in the middle of `locator` and leave it down: the first
+    half of a click, which a person takes a tenth of a second to finish."""
+    box = locator.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
 
 
 def approve_and_finish(page) -> None:

@@ -11,7 +11,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from .flows import login, open_step, page_settled, submit_task
+from .flows import login, open_step, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -53,7 +53,6 @@ def visit_every_page(page: Any, base_url: str) -> Iterator[str]:
     page.click("#pause-run")
     expect(page.locator("#run-paused")).to_be_visible()
     yield "running"
-    page_settled(page)
     page.click("#resume-run")
     expect(page.locator("#result")).to_be_visible(timeout=60_000)
     page.goto(plan_url)

@@ -14,7 +14,7 @@ from planner_ui.services.events import event_append, user_broadcast
 from planner_ui.services.runs import run_create, run_pause, run_resume
 from tests.fakes.receiver import Receiver
 
-from .flows import login, routed_until, submit_task
+from .flows import login, press, routed_until, submit_task
 
 pytestmark = [pytest.mark.browser, pytest.mark.stack, pytest.mark.django_db(transaction=True)]
 
@@ -217,6 +217,43 @@ def test_a_request_arriving_while_the_inbox_refreshes_still_shows(page, daphne_u
     route.fulfill(response=answer)
     expect(cards).to_have_count(3)
     expect(cards.filter(has_text="delete_file")).to_have_count(1)
+    assert page.js_errors == []
+
+
+def test_a_press_in_the_inbox_outlives_a_refresh_that_lands_before_the_release(
+    page, daphne_url, make_user
+):
+    """A request arriving while a person presses a link or button in the inbox refreshed the
+    list under it, and the click went nowhere: the refresh now waits for the release
+    (presses.js), then comes."""
+    alice = make_user("alice", "pw-for-tests-1")
+    run = run_create(owner=alice, options=RunOptions(task="Post notes about tea"))
+
+    def ask(tool: str) -> None:
+        Approval.objects.create(
+            run=run, step_id=tool, call_key=f"1:{tool}", tool=tool, effect="send", arguments={}
+        )
+        user_broadcast(alice.pk, {"type": "approvals.changed"})
+
+    ask("http_post")
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    page.goto(daphne_url + "/approvals/")
+    cards = page.locator("#inbox-pending .approval")
+    expect(cards).to_have_count(1)
+    page.evaluate(
+        """() => {
+          window.listsDone = 0;
+          document.body.addEventListener("htmx:afterRequest", (e) => {
+            if (e.detail.target.id === "inbox-live") window.listsDone++;
+          });
+        }"""
+    )
+    press(page, cards.get_by_role("link", name=f"run {run.pk}"))
+    ask("send_email")
+    page.wait_for_function("() => window.listsDone >= 1", timeout=30_000)
+    expect(cards).to_have_count(1)  # held while the button is down
+    page.mouse.up()
+    expect(page).to_have_url(f"{daphne_url}/runs/{run.pk}/")
     assert page.js_errors == []
 
 

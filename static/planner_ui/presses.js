@@ -1,0 +1,36 @@
+// A click is a press and a release, a tenth of a second apart for a person. A live refresh
+// swapped in between takes the pressed button out of the page, and the browser sends the click
+// nowhere (seen in CI: Resume, clicked as a refresh of the run page landed, sent no request).
+// The pages' scripts ask `presses.down` before they swap a refresh in, and hold it back until
+// `presses.afterRelease` calls them: after the release, so after the click has gone out.
+(function () {
+  "use strict";
+  let pressing = false;
+  let waiting = [];
+  function release() {
+    if (!pressing) return;
+    pressing = false;
+    setTimeout(() => {
+      if (pressing) return;  // pressed again meanwhile: held until that release
+      const due = waiting;
+      waiting = [];
+      for (const fn of due) fn();
+    }, 0);
+  }
+  document.addEventListener("pointerdown", () => { pressing = true; }, true);
+  document.addEventListener("pointerup", release, true);
+  document.addEventListener("pointercancel", release, true);
+  window.addEventListener("blur", release);
+  // The space bar clicks a button as it comes up (Enter clicks as it goes down).
+  document.addEventListener("keydown", (e) => {
+    if (e.key === " " && e.target.closest && e.target.closest("button, summary, input[type=submit], input[type=checkbox], input[type=radio]")) pressing = true;
+  }, true);
+  document.addEventListener("keyup", (e) => { if (e.key === " ") release(); }, true);
+  window.presses = {
+    get down() { return pressing; },
+    afterRelease(fn) {
+      if (pressing) waiting.push(fn);
+      else setTimeout(fn, 0);
+    },
+  };
+})();
