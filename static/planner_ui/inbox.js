@@ -31,13 +31,51 @@
   // A list that comes back while a button is pressed would take the button out of the page
   // (presses.js): it is asked for again once the button is let go.
   let held = false;
+  // What a person ticked and typed in the list, outside the decision forms a refresh keeps
+  // whole (hx-preserve), goes back into the new list, and so does the focus.
+  let kept = null;
   document.body.addEventListener("htmx:beforeSwap", (e) => {
-    if (!(e.detail.target && e.detail.target.id === "inbox-live") || !window.presses || !window.presses.down) return;
-    e.detail.shouldSwap = false;
-    if (held) return;
-    held = true;
-    window.presses.afterRelease(() => { held = false; refreshList(); });
+    const live = e.detail.target;
+    if (!(live && live.id === "inbox-live")) return;
+    if (window.presses && window.presses.down) {
+      e.detail.shouldSwap = false;
+      if (held) return;
+      held = true;
+      window.presses.afterRelease(() => { held = false; refreshList(); });
+      return;
+    }
+    kept = {values: new Map(), focus: null};
+    for (const field of fieldsOf(live)) {
+      if (field.type === "checkbox" || field.type === "radio") {
+        if (field.checked !== field.defaultChecked) kept.values.set(fieldKey(field), field.checked);
+      } else if (field.value !== field.defaultValue) kept.values.set(fieldKey(field), field.value);
+    }
+    const active = document.activeElement;
+    if (active && live.contains(active) && !active.closest("[hx-preserve]")) kept.focus = fieldKey(active);
   });
+  document.body.addEventListener("htmx:afterSwap", (e) => {
+    if (!(e.detail.target && e.detail.target.id === "inbox-live") || !kept) return;
+    const was = kept;
+    kept = null;
+    for (const field of fieldsOf(e.detail.target)) {
+      const key = fieldKey(field);
+      if (was.values.has(key)) {
+        if (field.type === "checkbox" || field.type === "radio") field.checked = was.values.get(key);
+        else field.value = was.values.get(key);
+      }
+      if (was.focus === key) field.focus();
+    }
+  });
+  function fieldsOf(root) {
+    return Array.from(root.querySelectorAll("input, textarea")).filter(
+      (field) => field.type !== "hidden" && !field.closest("[hx-preserve]"));
+  }
+  // A request's tick is its card's (by id), the bulk reason its form's.
+  function fieldKey(field) {
+    const owner = field.closest("[id]");
+    const own = field.type === "checkbox" || field.type === "radio" ? field.value : "";
+    return (owner ? owner.id : "") + "|" + (field.name || field.id) + "|" + own;
+  }
 
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";

@@ -257,6 +257,45 @@ def test_a_press_in_the_inbox_outlives_a_refresh_that_lands_before_the_release(
     assert page.js_errors == []
 
 
+def test_what_is_ticked_and_typed_in_the_inbox_outlives_its_live_refresh(
+    page, daphne_url, make_user
+):
+    """The ticks for a bulk decision and the reason typed for it were in the list a new
+    request refreshes: a person who had ticked two of three lost both, and their reason, the
+    moment a fourth arrived. They stay now, and so does the focus."""
+    alice = make_user("alice", "pw-for-tests-1")
+    run = run_create(owner=alice, options=RunOptions(task="Post notes about tea"))
+
+    def ask(tool: str) -> None:
+        Approval.objects.create(
+            run=run, step_id=tool, call_key=f"1:{tool}", tool=tool, effect="send", arguments={}
+        )
+        user_broadcast(alice.pk, {"type": "approvals.changed"})
+
+    for tool in ("http_post", "send_email", "delete_file"):
+        ask(tool)
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    page.goto(daphne_url + "/approvals/")
+    cards = page.locator("#inbox-pending .approval")
+    expect(cards).to_have_count(3)
+    cards.filter(has_text="http_post").locator(".tick").check()
+    cards.filter(has_text="delete_file").locator(".tick").check()
+    reason = page.locator("#bulk-form input[name=reason]")
+    reason.fill("Not on a Sunday")
+    cards.first.evaluate("(el) => { el.dataset.old = 'yes'; }")
+
+    ask("shell")
+    expect(cards).to_have_count(4)
+    assert cards.first.evaluate("(el) => el.dataset.old") is None  # a new list
+    expect(cards.filter(has_text="http_post").locator(".tick")).to_be_checked()
+    expect(cards.filter(has_text="delete_file").locator(".tick")).to_be_checked()
+    expect(cards.filter(has_text="send_email").locator(".tick")).not_to_be_checked()
+    expect(cards.filter(has_text="shell").locator(".tick")).not_to_be_checked()
+    expect(reason).to_have_value("Not on a Sunday")
+    expect(reason).to_be_focused()
+    assert page.js_errors == []
+
+
 def test_an_approval_arriving_while_the_run_page_refreshes_still_shows(page, daphne_url, make_user):
     """An event that needs the run page refreshed while a refresh is on its way has its
     refresh wait for that one. It used to wait in the one queue htmx keeps per source element,
