@@ -4,6 +4,7 @@ the header's badge following along; what arrives at the far end is counted."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from playwright.sync_api import expect
@@ -185,33 +186,41 @@ def test_a_refresh_landing_while_a_decision_is_on_its_way_keeps_its_outcome(
     assert page.js_errors == []
 
 
+def _ask_in_inbox(run: Run, tool: str) -> None:
+    """A call of `run` waits for its owner's decision, and their inbox's count goes out."""
+    Approval.objects.create(
+        run=run, step_id=tool, call_key=f"1:{tool}", tool=tool, effect="send", arguments={}
+    )
+    user_broadcast(run.owner_id, {"type": "approvals.changed"})
+
+
+def _inbox_with(page, daphne_url, make_user, tools: tuple[str, ...]) -> tuple[Run, Any]:
+    """Alice's inbox open in the page with a call of each tool waiting in it; its cards."""
+    alice = make_user("alice", "pw-for-tests-1")
+    run = run_create(owner=alice, options=RunOptions(task="Post notes about tea"))
+    for tool in tools:
+        _ask_in_inbox(run, tool)
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    page.goto(daphne_url + "/approvals/")
+    cards = page.locator("#inbox-pending .approval")
+    expect(cards).to_have_count(len(tools))
+    return run, cards
+
+
 def test_a_request_arriving_while_the_inbox_refreshes_still_shows(page, daphne_url, make_user):
     """The inbox refreshes its list when the count changes. A change while a refresh is on its
     way queues another (htmx sends them one at a time), which used to land in the list the
     first had just replaced, out of the page: the new request never showed (seen once in CI,
     in test_unknown_outcome). Here the first refresh is held until the second is asked for."""
-    alice = make_user("alice", "pw-for-tests-1")
-    run = run_create(owner=alice, options=RunOptions(task="Post notes about tea"))
-
-    def ask(tool: str) -> None:
-        Approval.objects.create(
-            run=run, step_id=tool, call_key=f"1:{tool}", tool=tool, effect="send", arguments={}
-        )
-        user_broadcast(alice.pk, {"type": "approvals.changed"})
-
-    ask("http_post")
-    login(page, daphne_url, "alice", "pw-for-tests-1")
-    page.goto(daphne_url + "/approvals/")
-    cards = page.locator("#inbox-pending .approval")
-    expect(cards).to_have_count(1)
+    run, cards = _inbox_with(page, daphne_url, make_user, ("http_post",))
     held = []  # the first refresh, answered as of its asking (two cards), not yet delivered
     page.route(
         f"{daphne_url}/approvals/?*",
         lambda route: route.continue_() if held else held.append((route, route.fetch())),
     )
-    ask("send_email")
+    _ask_in_inbox(run, "send_email")
     routed_until(page, lambda: held, "the first refresh")
-    ask("delete_file")
+    _ask_in_inbox(run, "delete_file")
     expect(page.locator("#approvals-badge")).to_have_text("3")  # the second is asked for
     route, answer = held[0]
     route.fulfill(response=answer)
@@ -226,20 +235,7 @@ def test_a_press_in_the_inbox_outlives_a_refresh_that_lands_before_the_release(
     """A request arriving while a person presses a link or button in the inbox refreshed the
     list under it, and the click went nowhere: the refresh now waits for the release
     (presses.js), then comes."""
-    alice = make_user("alice", "pw-for-tests-1")
-    run = run_create(owner=alice, options=RunOptions(task="Post notes about tea"))
-
-    def ask(tool: str) -> None:
-        Approval.objects.create(
-            run=run, step_id=tool, call_key=f"1:{tool}", tool=tool, effect="send", arguments={}
-        )
-        user_broadcast(alice.pk, {"type": "approvals.changed"})
-
-    ask("http_post")
-    login(page, daphne_url, "alice", "pw-for-tests-1")
-    page.goto(daphne_url + "/approvals/")
-    cards = page.locator("#inbox-pending .approval")
-    expect(cards).to_have_count(1)
+    run, cards = _inbox_with(page, daphne_url, make_user, ("http_post",))
     page.evaluate(
         """() => {
           window.listsDone = 0;
@@ -249,7 +245,7 @@ def test_a_press_in_the_inbox_outlives_a_refresh_that_lands_before_the_release(
         }"""
     )
     press(page, cards.get_by_role("link", name=f"run {run.pk}"))
-    ask("send_email")
+    _ask_in_inbox(run, "send_email")
     page.wait_for_function("() => window.listsDone >= 1", timeout=30_000)
     expect(cards).to_have_count(1)  # held while the button is down
     page.mouse.up()
@@ -263,28 +259,16 @@ def test_what_is_ticked_and_typed_in_the_inbox_outlives_its_live_refresh(
     """The ticks for a bulk decision and the reason typed for it were in the list a new
     request refreshes: a person who had ticked two of three lost both, and their reason, the
     moment a fourth arrived. They stay now, and so does the focus."""
-    alice = make_user("alice", "pw-for-tests-1")
-    run = run_create(owner=alice, options=RunOptions(task="Post notes about tea"))
-
-    def ask(tool: str) -> None:
-        Approval.objects.create(
-            run=run, step_id=tool, call_key=f"1:{tool}", tool=tool, effect="send", arguments={}
-        )
-        user_broadcast(alice.pk, {"type": "approvals.changed"})
-
-    for tool in ("http_post", "send_email", "delete_file"):
-        ask(tool)
-    login(page, daphne_url, "alice", "pw-for-tests-1")
-    page.goto(daphne_url + "/approvals/")
-    cards = page.locator("#inbox-pending .approval")
-    expect(cards).to_have_count(3)
+    run, cards = _inbox_with(
+        page, daphne_url, make_user, ("http_post", "send_email", "delete_file")
+    )
     cards.filter(has_text="http_post").locator(".tick").check()
     cards.filter(has_text="delete_file").locator(".tick").check()
     reason = page.locator("#bulk-form input[name=reason]")
     reason.fill("Not on a Sunday")
     cards.first.evaluate("(el) => { el.dataset.old = 'yes'; }")
 
-    ask("shell")
+    _ask_in_inbox(run, "shell")
     expect(cards).to_have_count(4)
     assert cards.first.evaluate("(el) => el.dataset.old") is None  # a new list
     expect(cards.filter(has_text="http_post").locator(".tick")).to_be_checked()

@@ -5,6 +5,7 @@ the pointer, a large plan that fits the window, and a finished run that fits in 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from playwright.sync_api import expect
@@ -365,9 +366,8 @@ def test_an_event_about_one_step_keeps_the_graph_and_refreshes_that_step_s_card(
     assert page.js_errors == []
 
 
-def test_a_card_fetched_again_keeps_what_is_open_and_typed_in_it(page, daphne_url, make_user):
-    # The card an event names comes back out of band: the person editing that very step kept
-    # neither their open editor nor what they had typed in it.
+def _planned_page(page, daphne_url, make_user) -> tuple[Run, Any]:
+    """A plan waiting for approval, open in the page with its socket live; and its first step."""
     alice = make_user("alice", "pw-for-tests-1")
     run = Run.objects.create(owner=alice, task="Compare tea and coffee")
     run_plan(run.pk)
@@ -375,6 +375,13 @@ def test_a_card_fetched_again_keeps_what_is_open_and_typed_in_it(page, daphne_ur
     login(page, daphne_url, "alice", "pw-for-tests-1")
     page.goto(f"{daphne_url}/runs/{run.pk}/")
     expect(page.locator("#ws-state")).to_have_text("live")
+    return run, asking
+
+
+def test_a_card_fetched_again_keeps_what_is_open_and_typed_in_it(page, daphne_url, make_user):
+    # The card an event names comes back out of band: the person editing that very step kept
+    # neither their open editor nor what they had typed in it.
+    run, asking = _planned_page(page, daphne_url, make_user)
     open_step(page, asking.step_id)
     card = page.locator(f"#step-{asking.step_id}")
     card.locator(".step-editor summary").click()
@@ -400,13 +407,7 @@ def test_a_card_fetched_again_while_its_editor_loads_keeps_the_editor_open(
     # An editor's forms come when it opens, and htmx marks it `htmx-request` meanwhile: a card
     # fetched again in that moment looked for an open part of that other class, found none in
     # the new card, and the editor folded shut under the person's click.
-    alice = make_user("alice", "pw-for-tests-1")
-    run = Run.objects.create(owner=alice, task="Compare tea and coffee")
-    run_plan(run.pk)
-    asking = run.steps.exclude(role="synthesizer").order_by("position").first()
-    login(page, daphne_url, "alice", "pw-for-tests-1")
-    page.goto(f"{daphne_url}/runs/{run.pk}/")
-    expect(page.locator("#ws-state")).to_have_text("live")
+    run, asking = _planned_page(page, daphne_url, make_user)
     open_step(page, asking.step_id)
     held = []
     # The first ask for its forms is held (the later ones, the new card's, go through).
