@@ -17,7 +17,9 @@
       for (const fn of due) fn();
     }, 0);
   }
-  document.addEventListener("pointerdown", () => { pressing = true; }, true);
+  // The main button only: a click is made with it, and a right button's release can go to the
+  // context menu instead, which would leave the page holding its refreshes until the next press.
+  document.addEventListener("pointerdown", (e) => { if (e.button === 0) pressing = true; }, true);
   document.addEventListener("pointerup", release, true);
   document.addEventListener("pointercancel", release, true);
   window.addEventListener("blur", release);

@@ -41,13 +41,13 @@ def open_step(page, step_id: str) -> None:
     expect(page.locator(f"#step-{step_id}")).to_be_visible()
 
 
-def press(page, locator) -> None:
+def press(page, locator, button: str = "left") -> None:
     """Put the mouse's button down in the middle of `locator` and leave it down: the first
     half of a click, which a person takes a tenth of a second to finish."""
     box = locator.bounding_box()
     assert box is not None
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.down()
+    page.mouse.down(button=button)
 
 
 def approve_and_finish(page) -> None:

@@ -110,3 +110,16 @@ def test_a_press_in_a_card_outlives_the_card_fetched_again_before_the_release(
     expect(card.locator("details.step-editor")).to_have_attribute("open", "")
     expect(card.get_by_label("Instruction")).to_be_visible()
     assert page.js_errors == []
+
+
+def test_a_right_button_held_down_holds_no_refresh(page, daphne_url, make_user):
+    """Only the main button clicks: the right one's release can go to the context menu, and a
+    page that waited for it would show nothing new until the next press."""
+    run = paused_run_page(page, daphne_url, make_user)
+    press(page, page.locator("#resume-run"), button="right")
+    plan_edit(
+        run_id=run.pk, base_version=1, edit=UpdateStep("write-short-summary", title="A haiku")
+    )
+    expect(page.locator("#version-2")).to_contain_text("person")
+    page.mouse.up(button="right")
+    assert page.js_errors == []
