@@ -256,14 +256,16 @@ def test_a_press_in_the_inbox_outlives_a_refresh_that_lands_before_the_release(
 def test_what_is_ticked_and_typed_in_the_inbox_outlives_its_live_refresh(
     page, daphne_url, make_user
 ):
-    """The ticks for a bulk decision and the reason typed for it were in the list a new
-    request refreshes: a person who had ticked two of three lost both, and their reason, the
-    moment a fourth arrived. They stay now, and so does the focus."""
+    """The ticks for a bulk decision and the reasons typed for rejections were in the list a
+    new request refreshes: a person who had ticked two of three lost both, and their reasons,
+    the moment a fourth arrived. They stay now, and so does the focus."""
     run, cards = _inbox_with(
         page, daphne_url, make_user, ("http_post", "send_email", "delete_file")
     )
     cards.filter(has_text="http_post").locator(".tick").check()
     cards.filter(has_text="delete_file").locator(".tick").check()
+    one_reason = cards.filter(has_text="send_email").locator(".reject-form [name=reason]")
+    one_reason.fill("Wrong address")
     reason = page.locator("#bulk-form input[name=reason]")
     reason.fill("Not on a Sunday")
     cards.first.evaluate("(el) => { el.dataset.old = 'yes'; }")
@@ -275,6 +277,7 @@ def test_what_is_ticked_and_typed_in_the_inbox_outlives_its_live_refresh(
     expect(cards.filter(has_text="delete_file").locator(".tick")).to_be_checked()
     expect(cards.filter(has_text="send_email").locator(".tick")).not_to_be_checked()
     expect(cards.filter(has_text="shell").locator(".tick")).not_to_be_checked()
+    expect(one_reason).to_have_value("Wrong address")
     expect(reason).to_have_value("Not on a Sunday")
     expect(reason).to_be_focused()
     assert page.js_errors == []
