@@ -480,7 +480,7 @@
   function refreshTimeline() {
     if (!window.htmx || !page.dataset.timelineUrl) return;
     timelineStale = true;
-    if (timelineTimer || !timelineSeen || document.hidden) return;
+    if (timelineTimer || timelineHeld || !timelineSeen || document.hidden) return;
     timelineTimer = setTimeout(() => {
       timelineStale = false;
       const began = performance.now();
@@ -494,6 +494,21 @@
         .then(done, done);
     }, Math.max(300, 2 * timelineCostMs));
   }
+  // The timeline holds the report's links: one swapped in while a person presses one took the
+  // click with it (presses.js). One that comes back meanwhile is fetched again once it is let
+  // go, and none goes out before.
+  let timelineHeld = false;
+  function holdTimeline() {
+    timelineStale = true;
+    if (timelineHeld) return;
+    timelineHeld = true;
+    window.presses.afterRelease(() => { timelineHeld = false; catchUpTimeline(); });
+  }
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    if (!(e.detail.target && e.detail.target.id === "run-timeline") || !(window.presses && window.presses.down)) return;
+    e.detail.shouldSwap = false;
+    holdTimeline();
+  });
   function fetchCards() {
     cardTimer = null;
     if (!dirtyCards.size || !window.htmx || changesInFlight > 0) return;

@@ -44,6 +44,7 @@ def open_step(page, step_id: str) -> None:
 def press(page, locator, button: str = "left") -> None:
     """Put the mouse's button down in the middle of `locator` and leave it down: the first
     half of a click, which a person takes a tenth of a second to finish."""
+    locator.scroll_into_view_if_needed()
     box = locator.bounding_box()
     assert box is not None
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)

@@ -112,6 +112,35 @@ def test_a_press_in_a_card_outlives_the_card_fetched_again_before_the_release(
     assert page.js_errors == []
 
 
+def test_a_press_on_the_report_outlives_the_timeline_fetched_again(page, daphne_url, make_user):
+    """The report's links sit in the timeline, which a running run fetches again a few times a
+    second: "Markdown", pressed as it came back, downloaded nothing."""
+    run = paused_run_page(page, daphne_url, make_user)
+    page.evaluate(
+        """() => {
+          window.timelinesDone = 0;
+          document.body.addEventListener("htmx:afterRequest", (e) => {
+            if (e.detail.elt.id === "timeline-requests") window.timelinesDone++;
+          });
+        }"""
+    )
+    press(page, page.locator("#report-md"))
+    # An event about a step (as a worker's tool call would send) has the timeline fetched.
+    event_append(
+        run.pk,
+        "step.tool_call",
+        {"call_id": "c1", "tool": "web_search", "arguments": {"query": "tea"}},
+        step_id="research-history-tea",
+    )
+    page.wait_for_function("() => window.timelinesDone >= 1", timeout=30_000)
+    with page.expect_download(timeout=10_000) as download:
+        page.mouse.up()
+    assert download.value.path().read_text().startswith("# Run ")
+    # The timeline held back is fetched once the link is let go.
+    page.wait_for_function("() => window.timelinesDone >= 2", timeout=30_000)
+    assert page.js_errors == []
+
+
 def test_a_right_button_held_down_holds_no_refresh(page, daphne_url, make_user):
     """Only the main button clicks: the right one's release can go to the context menu, and a
     page that waited for it would show nothing new until the next press."""
