@@ -29,19 +29,16 @@
     }
   }
   // A list that comes back while a button is pressed would take the button out of the page
-  // (presses.js): it is asked for again once the button is let go.
-  let held = false;
-  // What a person ticked and typed in the list, outside the decision forms a refresh keeps
-  // whole (hx-preserve), goes back into the new list, and so does the focus.
+  // (presses.js): it is asked for again once the button is let go. Otherwise what a person
+  // ticked and typed in the list, outside the decision forms a refresh keeps whole
+  // (hx-preserve), goes back into the new list, and so does the focus.
   let kept = null;
   document.body.addEventListener("htmx:beforeSwap", (e) => {
     const live = e.detail.target;
     if (!(live && live.id === "inbox-live")) return;
     if (window.presses && window.presses.down) {
       e.detail.shouldSwap = false;
-      if (held) return;
-      held = true;
-      window.presses.afterRelease(() => { held = false; refreshList(); });
+      window.presses.afterRelease(refreshList);
       return;
     }
     kept = {values: new Map(), focus: null};

@@ -2,18 +2,19 @@
 // swapped in between takes the pressed button out of the page, and the browser sends the click
 // nowhere (seen in CI: Resume, clicked as a refresh of the run page landed, sent no request).
 // The pages' scripts ask `presses.down` before they swap a refresh in, and hold it back until
-// `presses.afterRelease` calls them: after the release, so after the click has gone out.
+// `presses.afterRelease` calls them: after the release, so after the click has gone out, and
+// once however often the same function was handed over meanwhile.
 (function () {
   "use strict";
   let pressing = false;
-  let waiting = [];
+  let waiting = new Set();
   function release() {
     if (!pressing) return;
     pressing = false;
     setTimeout(() => {
       if (pressing) return;  // pressed again meanwhile: held until that release
       const due = waiting;
-      waiting = [];
+      waiting = new Set();
       for (const fn of due) fn();
     }, 0);
   }
@@ -31,7 +32,7 @@
   window.presses = {
     get down() { return pressing; },
     afterRelease(fn) {
-      if (pressing) waiting.push(fn);
+      if (pressing) waiting.add(fn);
       else setTimeout(fn, 0);
     },
   };

@@ -296,20 +296,17 @@
   // A refresh or a card fetch that comes back while something is pressed is set aside and
   // asked for again once it is let go (presses.js: the pressed button must stay in the page).
   let heldMain = false;
-  let heldAny = false;
   function holdRefresh(refreshed, e) {
     if (refreshed === "run-main") heldMain = true;
     else {
       const asked = new URL(e.detail.requestConfig.path, window.location.href).searchParams.get("steps");
       if (asked) for (const stepId of asked.split(",")) dirtyCards.add(stepId);
     }
-    if (heldAny) return;
-    heldAny = true;
-    window.presses.afterRelease(() => {
-      heldAny = false;
-      if (heldMain) { heldMain = false; refreshMain(true); }
-      if (dirtyCards.size && !cardTimer) cardTimer = setTimeout(fetchCards, 0);
-    });
+    window.presses.afterRelease(refreshHeld);
+  }
+  function refreshHeld() {
+    if (heldMain) { heldMain = false; refreshMain(true); }
+    if (dirtyCards.size && !cardTimer) cardTimer = setTimeout(fetchCards, 0);
   }
 
   // Noted at swap time, not when the refresh was asked for: typing goes on meanwhile.
@@ -500,9 +497,12 @@
   let timelineHeld = false;
   function holdTimeline() {
     timelineStale = true;
-    if (timelineHeld) return;
     timelineHeld = true;
-    window.presses.afterRelease(() => { timelineHeld = false; catchUpTimeline(); });
+    window.presses.afterRelease(releaseTimeline);
+  }
+  function releaseTimeline() {
+    timelineHeld = false;
+    catchUpTimeline();
   }
   document.body.addEventListener("htmx:beforeSwap", (e) => {
     if (!(e.detail.target && e.detail.target.id === "run-timeline") || !(window.presses && window.presses.down)) return;
