@@ -31,14 +31,36 @@ def paused_run_page(page, daphne_url, make_user):
     return run
 
 
-# Counts the run page's refreshes that have come back and been dealt with (swapped or not).
-COUNT_REFRESHES = """() => {
-  window.refreshesDone = 0;
-  document.body.addEventListener("htmx:afterRequest", (e) => {
-    const get = e.detail.requestConfig.verb === "get";
-    if (get && e.detail.target.id === "run-main") window.refreshesDone++;
-  });
-}"""
+def count_fetches(page) -> None:
+    """From now on, window.fetched[id] counts the page's fetches made from the element `id`
+    (run.js gives the refresh, the cards and the timeline one each) that have come back and been
+    dealt with, swapped or set aside."""
+    page.evaluate(
+        """() => {
+          window.fetched = {};
+          document.body.addEventListener("htmx:afterRequest", (e) => {
+            const id = e.detail.elt.id;
+            if (e.detail.requestConfig.verb !== "get") return;
+            window.fetched[id] = (window.fetched[id] || 0) + 1;
+          });
+        }"""
+    )
+
+
+def fetched(page, source: str, at_least: int) -> None:
+    """Wait until `at_least` fetches from `source` have come back (count_fetches)."""
+    page.wait_for_function(f"() => (window.fetched[{source!r}] || 0) >= {at_least}", timeout=30_000)
+
+
+def step_event(run, step_id: str) -> None:
+    """An event about the step, as a worker's tool call would send: the page fetches the step's
+    card and the timeline again."""
+    event_append(
+        run.pk,
+        "step.tool_call",
+        {"call_id": "c1", "tool": "web_search", "arguments": {"query": "tea"}},
+        step_id=step_id,
+    )
 
 
 @pytest.mark.parametrize("hand", ["mouse", "space bar"])
@@ -51,7 +73,7 @@ def test_a_press_outlives_a_refresh_that_lands_before_the_release(
     refresh Pause had owed landed). The refresh now waits for the release. The space bar
     clicks a focused button as it comes up, so it is a press too."""
     run = paused_run_page(page, daphne_url, make_user)
-    page.evaluate(COUNT_REFRESHES)
+    count_fetches(page)
     resume = page.locator("#resume-run")
     if hand == "mouse":
         press(page, resume)
@@ -63,7 +85,7 @@ def test_a_press_outlives_a_refresh_that_lands_before_the_release(
     plan_edit(
         run_id=run.pk, base_version=1, edit=UpdateStep("write-short-summary", title="A haiku")
     )
-    page.wait_for_function("() => window.refreshesDone >= 1", timeout=30_000)
+    fetched(page, "run-main", 1)
     if hand == "mouse":
         page.mouse.up()
     else:
@@ -85,28 +107,15 @@ def test_a_press_in_a_card_outlives_the_card_fetched_again_before_the_release(
     "Edit step", pressed as its card is replaced, opened nothing."""
     run = paused_run_page(page, daphne_url, make_user)
     open_step(page, "write-short-summary")
-    page.evaluate(
-        """() => {
-          window.cardFetchesDone = 0;
-          document.body.addEventListener("htmx:afterRequest", (e) => {
-            if (e.detail.elt.id === "cards-requests") window.cardFetchesDone++;
-          });
-        }"""
-    )
+    count_fetches(page)
     card = page.locator("#step-write-short-summary")
     press(page, card.locator("summary", has_text="Edit step"))
-    # An event about the step (as a worker's tool call would send) has its card fetched again.
-    event_append(
-        run.pk,
-        "step.tool_call",
-        {"call_id": "c1", "tool": "web_search", "arguments": {"query": "tea"}},
-        step_id="write-short-summary",
-    )
-    page.wait_for_function("() => window.cardFetchesDone >= 1", timeout=30_000)
+    step_event(run, "write-short-summary")
+    fetched(page, "cards-requests", 1)
     page.mouse.up()
 
     # The press opened the editor, and the card fetched again once it was let go keeps it open.
-    page.wait_for_function("() => window.cardFetchesDone >= 2", timeout=30_000)
+    fetched(page, "cards-requests", 2)
     expect(card.locator("details.step-editor")).to_have_attribute("open", "")
     expect(card.get_by_label("Instruction")).to_be_visible()
     assert page.js_errors == []
@@ -116,28 +125,15 @@ def test_a_press_on_the_report_outlives_the_timeline_fetched_again(page, daphne_
     """The report's links sit in the timeline, which a running run fetches again a few times a
     second: "Markdown", pressed as it came back, downloaded nothing."""
     run = paused_run_page(page, daphne_url, make_user)
-    page.evaluate(
-        """() => {
-          window.timelinesDone = 0;
-          document.body.addEventListener("htmx:afterRequest", (e) => {
-            if (e.detail.elt.id === "timeline-requests") window.timelinesDone++;
-          });
-        }"""
-    )
+    count_fetches(page)
     press(page, page.locator("#report-md"))
-    # An event about a step (as a worker's tool call would send) has the timeline fetched.
-    event_append(
-        run.pk,
-        "step.tool_call",
-        {"call_id": "c1", "tool": "web_search", "arguments": {"query": "tea"}},
-        step_id="research-history-tea",
-    )
-    page.wait_for_function("() => window.timelinesDone >= 1", timeout=30_000)
+    step_event(run, "research-history-tea")
+    fetched(page, "timeline-requests", 1)
     with page.expect_download(timeout=10_000) as download:
         page.mouse.up()
     assert download.value.path().read_text().startswith("# Run ")
     # The timeline held back is fetched once the link is let go.
-    page.wait_for_function("() => window.timelinesDone >= 2", timeout=30_000)
+    fetched(page, "timeline-requests", 2)
     assert page.js_errors == []
 
 
