@@ -36,4 +36,24 @@
       else setTimeout(fn, 0);
     },
   };
+
+  // A poll (hx-trigger "every 2s": an experiment's results, the local models' list) has no
+  // page script to hold its answer: it is held here. Its element, not swapped, polls on, so
+  // its next poll would bring even the answer that ends the polling; it asks at once after the
+  // release instead, not a poll's interval later.
+  const heldPolls = new Set();
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    const polled = e.detail.elt;
+    if (!pressing || !polled || !/^\s*every\s/.test(polled.getAttribute("hx-trigger") || "")) return;
+    e.detail.shouldSwap = false;
+    heldPolls.add(polled);
+    window.presses.afterRelease(pollHeld);
+  });
+  function pollHeld() {
+    for (const polled of heldPolls) {
+      // Gone with the click's own answer (a button that replaced its panel): nothing to ask.
+      if (document.body.contains(polled)) htmx.ajax("GET", polled.getAttribute("hx-get"), {source: polled});
+    }
+    heldPolls.clear();
+  }
 })();

@@ -1,12 +1,22 @@
 """In the browser: a button pressed on the run page does what it says, even when an event's
-refresh replaces the part of the page it is in before the person lets go."""
+refresh replaces the part of the page it is in before the person lets go; and the same on the
+pages that poll."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from playwright.sync_api import expect
 
 from planner_ui.core.edits import UpdateStep
+from planner_ui.core.evaluation import arm_parse, shipped_suites, suite_load
+from planner_ui.models import LocalModel
+from planner_ui.services.evaluations import (
+    experiment_advance,
+    experiment_cancel,
+    experiment_create,
+)
 from planner_ui.services.events import event_append
 from planner_ui.services.plans import plan_edit
 from planner_ui.services.runs import run_approve_plan, run_pause
@@ -33,15 +43,19 @@ def paused_run_page(page, daphne_url, make_user):
 
 def count_fetches(page) -> None:
     """From now on, window.fetched[id] counts the page's fetches made from the element `id`
-    (run.js gives the refresh, the cards and the timeline one each) that have come back and been
-    dealt with, swapped or set aside."""
+    (run.js gives the refresh, the cards and the timeline one each; a poll is its element's)
+    that have come back and been dealt with, swapped or set aside, and window.answered[id] is
+    the last one's text. By the element that asked, which an outerHTML swap takes out of the
+    page: htmx then tells its parent."""
     page.evaluate(
         """() => {
           window.fetched = {};
+          window.answered = {};
           document.body.addEventListener("htmx:afterRequest", (e) => {
-            const id = e.detail.elt.id;
+            const id = e.detail.requestConfig.elt.id;
             if (e.detail.requestConfig.verb !== "get") return;
             window.fetched[id] = (window.fetched[id] || 0) + 1;
+            window.answered[id] = e.detail.xhr.responseText;
           });
         }"""
     )
@@ -50,6 +64,13 @@ def count_fetches(page) -> None:
 def fetched(page, source: str, at_least: int) -> None:
     """Wait until `at_least` fetches from `source` have come back (count_fetches)."""
     page.wait_for_function(f"() => (window.fetched[{source!r}] || 0) >= {at_least}", timeout=30_000)
+
+
+def answered(page, source: str, text: str) -> None:
+    """Wait until the last fetch from `source` to come back had `text` in it (count_fetches)."""
+    page.wait_for_function(
+        f"() => (window.answered[{source!r}] || '').includes({text!r})", timeout=30_000
+    )
 
 
 def step_event(run, step_id: str) -> None:
@@ -147,4 +168,53 @@ def test_a_right_button_held_down_holds_no_refresh(page, daphne_url, make_user):
     )
     expect(page.locator("#version-2")).to_contain_text("person")
     page.mouse.up(button="right")
+    assert page.js_errors == []
+
+
+def test_a_press_on_a_polled_part_outlives_the_poll_that_ends_it(page, daphne_url, make_user):
+    """An experiment's results ask again every 2 s while it runs, and no page script holds
+    their answer: a run's link, opened into a new tab as the answer came that the experiment
+    had ended, opened nothing. That answer, the last one, still shows after the release."""
+    alice = make_user("alice", "pw-for-tests-1")
+    suite = suite_load(shipped_suites()["parallel"])
+    experiment = experiment_create(alice, suite, [arm_parse("plan")], concurrency=1)
+    experiment_advance(experiment.pk, judging=False)  # its first run starts; no worker runs it
+    run_id = experiment.slots.get(run__isnull=False).run_id
+    login(page, daphne_url, "alice", "pw-for-tests-1")
+    page.goto(f"{daphne_url}/evaluations/experiments/{experiment.pk}/")
+    count_fetches(page)
+    # Control: into a new tab, so that this page stays to show what its poll brought.
+    page.keyboard.down("Control")
+    press(page, page.locator("#tasks-table a.slot-run"))
+    experiment_cancel(experiment.pk, alice)  # as from another tab
+    answered(page, "experiment-results", 'data-status="cancelled"')
+    with page.context.expect_page(timeout=10_000) as opened:
+        page.mouse.up()
+    page.keyboard.up("Control")
+
+    expect(opened.value).to_have_url(re.compile(rf"/runs/{run_id}/$"))
+    expect(page.locator("#experiment-results")).to_have_attribute("data-status", "cancelled")
+    expect(page.locator("#experiment-progress")).to_contain_text("Cancelled by alice.")
+    assert page.js_errors == []
+
+
+def test_a_press_on_a_polled_button_outlives_the_poll(page, daphne_url, django_user_model):
+    """The local models' list asks again every 2 s while a model loads: Stop, pressed as the
+    answer came that it was ready, stopped nothing."""
+    django_user_model.objects.create_user("root", password="pw-for-tests-1", is_staff=True)
+    loading = LocalModel.State.LOADING
+    model = LocalModel.objects.create(path="/models/tiny.gguf", name="tiny", state=loading)
+    login(page, daphne_url, "root", "pw-for-tests-1")
+    page.click("#run-options summary")
+    count_fetches(page)
+    press(page, page.locator("#local-models .local-model-stop"))
+    # The supervisor has it loaded: the list's answer stops polling.
+    LocalModel.objects.filter(pk=model.pk).update(state=LocalModel.State.READY)
+    answered(page, "local-model-list", 'data-state="ready"')
+    page.mouse.up()
+
+    expect(page.locator("#local-models .notice")).to_have_text("Stopping tiny.")
+    expect(page.locator(f"#local-model-{model.pk}")).to_contain_text("stopping")
+    model.refresh_from_db()
+    assert not model.wanted
     assert page.js_errors == []
