@@ -31,30 +31,36 @@
   // A list that comes back while a button is pressed would take the button out of the page
   // (presses.js): it is asked for again once the button is let go. Otherwise what a person
   // ticked and typed in the list, outside the decision forms a refresh keeps whole
-  // (hx-preserve), goes back into the new list, and so does the focus.
+  // (hx-preserve), goes back into the new list, and so does the focus: through the live
+  // refresh of its inside, and through the whole list that their own decision (or a filter)
+  // brings back. Not what the form that was sent holds: a bulk decision's ticks and reason
+  // are spent.
   let kept = null;
   document.body.addEventListener("htmx:beforeSwap", (e) => {
-    const live = e.detail.target;
-    if (!(live && live.id === "inbox-live")) return;
-    if (window.presses && window.presses.down) {
+    const list = e.detail.target;
+    if (!(list && (list.id === "inbox-live" || list.id === "inbox-list"))) return;
+    if (list.id === "inbox-live" && window.presses && window.presses.down) {
       e.detail.shouldSwap = false;
       window.presses.afterRelease(refreshList);
       return;
     }
-    kept = {values: new Map(), focus: null};
-    for (const field of fieldsOf(live)) {
+    const sent = e.detail.requestConfig.elt;
+    kept = {list: list.id, values: new Map(), focus: null};
+    for (const field of fieldsOf(list)) {
+      if (field.form && field.form === sent) continue;
       if (field.type === "checkbox" || field.type === "radio") {
         if (field.checked !== field.defaultChecked) kept.values.set(fieldKey(field), field.checked);
       } else if (field.value !== field.defaultValue) kept.values.set(fieldKey(field), field.value);
     }
     const active = document.activeElement;
-    if (active && live.contains(active) && !active.closest("[hx-preserve]")) kept.focus = fieldKey(active);
+    if (active && list.contains(active) && !active.closest("[hx-preserve]")) kept.focus = fieldKey(active);
   });
+  // Heard on what was swapped in: the live part, or the new whole list that replaced the old.
   document.body.addEventListener("htmx:afterSwap", (e) => {
-    if (!(e.detail.target && e.detail.target.id === "inbox-live") || !kept) return;
+    if (!kept || e.target.id !== kept.list) return;
     const was = kept;
     kept = null;
-    for (const field of fieldsOf(e.detail.target)) {
+    for (const field of fieldsOf(e.target)) {
       const key = fieldKey(field);
       if (was.values.has(key)) {
         if (field.type === "checkbox" || field.type === "radio") field.checked = was.values.get(key);

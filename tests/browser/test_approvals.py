@@ -253,12 +253,9 @@ def test_a_press_in_the_inbox_outlives_a_refresh_that_lands_before_the_release(
     assert page.js_errors == []
 
 
-def test_what_is_ticked_and_typed_in_the_inbox_outlives_its_live_refresh(
-    page, daphne_url, make_user
-):
-    """The ticks for a bulk decision and the reasons typed for rejections were in the list a
-    new request refreshes: a person who had ticked two of three lost both, and their reasons,
-    the moment a fourth arrived. They stay now, and so does the focus."""
+def _ticked_and_typed(page, daphne_url, make_user) -> tuple[Run, Any, Any, Any]:
+    """Alice's inbox with three requests, two of them ticked, a reason typed for the third and
+    one in the bulk form, its cards marked as the old list's; the cards and both reasons."""
     run, cards = _inbox_with(
         page, daphne_url, make_user, ("http_post", "send_email", "delete_file")
     )
@@ -266,9 +263,19 @@ def test_what_is_ticked_and_typed_in_the_inbox_outlives_its_live_refresh(
     cards.filter(has_text="delete_file").locator(".tick").check()
     one_reason = cards.filter(has_text="send_email").locator(".reject-form [name=reason]")
     one_reason.fill("Wrong address")
-    reason = page.locator("#bulk-form input[name=reason]")
-    reason.fill("Not on a Sunday")
+    bulk_reason = page.locator("#bulk-form input[name=reason]")
+    bulk_reason.fill("Not on a Sunday")
     cards.first.evaluate("(el) => { el.dataset.old = 'yes'; }")
+    return run, cards, one_reason, bulk_reason
+
+
+def test_what_is_ticked_and_typed_in_the_inbox_outlives_its_live_refresh(
+    page, daphne_url, make_user
+):
+    """The ticks for a bulk decision and the reasons typed for rejections were in the list a
+    new request refreshes: a person who had ticked two of three lost both, and their reasons,
+    the moment a fourth arrived. They stay now, and so does the focus."""
+    run, cards, one_reason, reason = _ticked_and_typed(page, daphne_url, make_user)
 
     _ask_in_inbox(run, "shell")
     expect(cards).to_have_count(4)
@@ -280,6 +287,32 @@ def test_what_is_ticked_and_typed_in_the_inbox_outlives_its_live_refresh(
     expect(one_reason).to_have_value("Wrong address")
     expect(reason).to_have_value("Not on a Sunday")
     expect(reason).to_be_focused()
+    assert page.js_errors == []
+
+
+def test_what_is_ticked_and_typed_in_the_inbox_outlives_a_decision_on_another_request(
+    page, daphne_url, make_user
+):
+    """A person's own decision brings the whole list back, and the ticks and reasons typed on
+    the other requests went with it, though a live refresh kept them. They stay now; what the
+    decision sent does not: a bulk rejection's ticks and reason are spent."""
+    _, cards, one_reason, bulk_reason = _ticked_and_typed(page, daphne_url, make_user)
+
+    cards.filter(has_text="http_post").locator(".reject-call").click()
+    expect(page.locator("#inbox-list > .notice")).to_have_text("Rejected http_post.")
+    expect(cards).to_have_count(2)
+    assert cards.first.evaluate("(el) => el.dataset.old") is None  # a new list
+    expect(cards.filter(has_text="delete_file").locator(".tick")).to_be_checked()
+    expect(one_reason).to_have_value("Wrong address")
+    expect(bulk_reason).to_have_value("Not on a Sunday")
+
+    page.click("#reject-ticked")
+    expect(page.locator("#inbox-list > .notice")).to_have_text("Rejected 1 request.")
+    expect(cards).to_have_count(1)
+    expect(one_reason).to_have_value("Wrong address")
+    expect(bulk_reason).to_have_value("")
+    decided = page.locator("#inbox-decided .approval")
+    expect(decided.filter(has_text="delete_file")).to_contain_text("Not on a Sunday")
     assert page.js_errors == []
 
 
