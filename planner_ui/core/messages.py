@@ -12,6 +12,8 @@ estimates use only these types.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,3 +100,30 @@ class ModelReply:
     # On a route with a tool mode (providers.openai_compat): how its model is asked for tool
     # calls after this reply, "native" or "prompted" ("auto" switches); "" elsewhere.
     tool_mode: str = ""
+
+
+# A token is about four characters of English prose; code, JSON and numbers take more tokens a
+# character. Three is the side a budget errs on: it sizes what is left for an answer.
+CHARS_PER_TOKEN_ESTIMATE = 3
+
+
+def message_chars(message: Message) -> int:
+    """The characters a message sends: its text, its tool calls' arguments, its results."""
+    chars = len(message["content"]) if isinstance(message.get("content"), str) else 0
+    for call in message.get("tool_calls") or []:
+        arguments = call.get("arguments", {}) if isinstance(call, dict) else call.arguments
+        chars += len(json.dumps(arguments, ensure_ascii=False))
+    for result in message.get("results") or []:
+        chars += len(str(result.get("content", "") if isinstance(result, dict) else result.content))
+    return chars
+
+
+def input_tokens_estimate(request: ModelRequest) -> int:
+    """About how many tokens `request` sends, before a vendor counts them: its system prompt,
+    messages and tool declarations, at CHARS_PER_TOKEN_ESTIMATE characters a token."""
+    chars = len(request.system) + sum(message_chars(m) for m in request.messages)
+    for spec in request.tools:
+        chars += len(spec.name) + len(spec.description) + len(json.dumps(spec.input_schema))
+    if request.output_schema is not None:
+        chars += len(json.dumps(request.output_schema))
+    return math.ceil(chars / CHARS_PER_TOKEN_ESTIMATE)

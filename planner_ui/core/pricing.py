@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 from typing import Any, cast
 
 from .errors import AgentError
@@ -84,6 +84,10 @@ class Budget:
     tokens: int | None = None
     usd: Decimal | None = None
 
+    @property
+    def limited(self) -> bool:
+        return self.tokens is not None or self.usd is not None
+
     def overrun(self, tokens_used: int, usd_used: Decimal) -> str:
         """Why the budget is spent, or "" while some of it is left.
 
@@ -92,13 +96,56 @@ class Budget:
         if self.tokens is not None and tokens_used >= self.tokens:
             return f"its budget of {self.tokens:,} tokens is spent ({tokens_used:,} used)"
         if self.usd is not None and usd_used >= self.usd:
-            # An int: a budget is a stored amount (a DecimalField), never NaN or infinite.
-            exponent = cast(int, self.usd.normalize().as_tuple().exponent)
-            exact = min(max(2, -exponent), 6)
-            return (
-                f"its budget of {dollars(self.usd, exact)} is spent ({dollars(usd_used, 4)} used)"
-            )
+            return f"its budget of {self.usd_said()} is spent ({dollars(usd_used, 4)} used)"
         return ""
+
+    def answer_room(
+        self, tokens_used: int, usd_used: Decimal, input_tokens: int, price: Price | None
+    ) -> Room | None:
+        """How many tokens the answer to a call sending about `input_tokens` may take before
+        the call passes the budget; None where nothing limits it (no budget, or one in dollars
+        for a model with no price or a free answer). At 0 or less there is no room at all."""
+        rooms = []
+        if self.tokens is not None:
+            tokens = self.tokens - tokens_used - input_tokens
+            rooms.append(Room(tokens, f"{self.tokens:,} tokens", f"{tokens_used:,} used"))
+        if self.usd is not None and price is not None and price.output > 0:
+            left = (self.usd - usd_used) * MILLION - input_tokens * price.input
+            tokens = int((left / price.output).to_integral_value(rounding=ROUND_FLOOR))
+            rooms.append(Room(tokens, self.usd_said(), f"{dollars(usd_used, 4)} used"))
+        return min(rooms, key=lambda room: room.tokens) if rooms else None
+
+    def usd_said(self) -> str:
+        """The budget in dollars as it was given, without trailing zeros ($0.011)."""
+        assert self.usd is not None
+        # An int: a budget is a stored amount (a DecimalField), never NaN or infinite.
+        exponent = cast(int, self.usd.normalize().as_tuple().exponent)
+        return dollars(self.usd, min(max(2, -exponent), 6))
+
+
+@dataclass(frozen=True)
+class Room:
+    """What a budget leaves for a call's answer, in tokens, and the limit that leaves it
+    ("2,000 tokens", "$0.50")."""
+
+    tokens: int
+    limit: str
+    used: str  # what the run has used, in the limit's measure: "1,950 used", "$0.4812 used"
+
+    def none_left(self, input_tokens: int) -> str:
+        """Why a call that would send about `input_tokens` is not made."""
+        return (
+            f"its budget of {self.limit} leaves no room for an answer ({self.used}, and the "
+            f"next call would send about {input_tokens:,} tokens)"
+        )
+
+    def cut_off(self, answer_tokens: int) -> str:
+        """Why the run stops after a call whose answer the budget cut off at `answer_tokens`;
+        this room is the budget's after the call."""
+        return (
+            f"its budget of {self.limit} left room for an answer of {answer_tokens:,} tokens "
+            f"and the model's reply was cut off there ({self.used})"
+        )
 
 
 def dollars(amount: Decimal, places: int = 2) -> str:

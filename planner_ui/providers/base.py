@@ -18,6 +18,7 @@ from planner_ui.core.messages import (
     ToolResult,
     ToolSpec,
     Usage,
+    input_tokens_estimate,
 )
 
 __all__ = [
@@ -52,6 +53,12 @@ class Provider(ABC):
         in "auto" mode that needed prompting once keeps it for the rest of its run). Only
         providers with tool modes have anything to carry."""
         return None  # the others ask for tools one way only
+
+    def input_tokens(self, request: ModelRequest) -> int:
+        """About how many tokens sending `request` costs, before the vendor counts them: what a
+        budget leaves for the answer is what is left after this (core.messages' estimate,
+        which errs on the high side; a provider that knows its count says it)."""
+        return input_tokens_estimate(request)
 
     @abstractmethod
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .base import ModelReply, ModelRequest, Provider, ProviderError, TextSink, Usage
 
@@ -23,10 +23,13 @@ class CallRecord:
     stop_reason: str
     error: str = ""
     tool_mode: str = ""
+    # The max_tokens the call was held to because its budget left no more, if it was.
+    capped_at: int | None = None
 
 
-# Raises (e.g. RunStopped) to refuse the call before it is made.
-Gate = Callable[[str], None]
+# Raises (e.g. RunStopped) to refuse the call before it is made; else returns how many tokens
+# its answer may take (what a budget leaves of it), or None where nothing limits it.
+Gate = Callable[[ModelRequest], int | None]
 # Stores the record; may raise after storing, to stop the caller once a budget is spent.
 Recorder = Callable[[CallRecord], None]
 
@@ -40,7 +43,12 @@ class MeteredProvider(Provider):
         self._record = record
 
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
-        self._gate(request.purpose)
+        room = self._gate(request)
+        capped_at = None
+        if room is not None and room < request.max_tokens:
+            # The vendor stops the answer where the budget would: never past it on a long reply.
+            request = replace(request, max_tokens=room)
+            capped_at = room
         started = time.perf_counter()
         try:
             reply = self.inner.complete(request, on_text)
@@ -67,9 +75,13 @@ class MeteredProvider(Provider):
                 latency_s=time.perf_counter() - started,
                 stop_reason=reply.stop_reason,
                 tool_mode=reply.tool_mode,
+                capped_at=capped_at,
             )
         )
         return reply
+
+    def input_tokens(self, request: ModelRequest) -> int:
+        return self.inner.input_tokens(request)
 
     def carry_tool_mode(self, mode: str) -> None:
         self.inner.carry_tool_mode(mode)

@@ -12,6 +12,7 @@ from decimal import Decimal
 from planner_ui.core import pricing
 from planner_ui.core.errors import RunStopped
 from planner_ui.core.events import EventType
+from planner_ui.core.messages import ModelRequest
 from planner_ui.core.pricing import Budget, Price
 from planner_ui.core.routing import role_of
 from planner_ui.core.status import TERMINAL_RUN_STATUSES
@@ -44,20 +45,32 @@ def metered(
     A step's provider holds each call's event in the step's buffer, `events` (call_record)."""
     budget, run_id = run.budget, run.pk
 
-    def gate(purpose: str) -> None:
+    def gate(request: ModelRequest) -> int | None:
         status, tokens, cost = _spent(run_id)
         if status in TERMINAL_RUN_STATUSES:
             label = Run(status=status).get_status_display()
             raise RunStopped(f"The run is {label}, so no further model call.")
         reason = budget.overrun(tokens, cost)
+        if not reason and budget.limited:
+            # What is left is what the answer may take, after what the call sends.
+            sent = provider.input_tokens(request)
+            room = budget.answer_room(tokens, cost, sent, price_of(provider.name, provider.model))
+            if room is None or room.tokens > 0:
+                return None if room is None else room.tokens
+            reason = room.none_left(sent)
         if reason:
             budget_stop(run_id, reason, events=events)
             raise RunStopped(f"The run stopped because {reason}.")
+        return None
 
     def record(call: CallRecord) -> None:
-        call_record(
+        reason = call_record(
             run_id, step_id, call, requested_model=provider.model, budget=budget, events=events
         )
+        if call.capped_at is not None and call.stop_reason == "max_tokens":
+            # The answer is not whole: the step must not build on it, nor fail for it (the run
+            # may have stopped already, for another step's call).
+            raise RunStopped(f"The run stopped because {reason or 'its budget is spent'}.")
 
     return MeteredProvider(provider, gate=gate, record=record)
 
@@ -78,8 +91,10 @@ def call_record(
     requested_model: str = "",
     budget: Budget | None = None,
     events: EventBuffer | None = None,
-) -> None:
-    """Store one call and add it to the totals; stop the run if that spent its budget.
+) -> str:
+    """Store one call and add it to the totals; stop the run if that spent its budget, or if
+    the call's answer was cut off where the budget held it (CallRecord.capped_at), and say
+    why ("" if it did not stop it).
 
     With a step's buffer, `events`, the call's event is held there for the step's next event;
     without one (the planner's calls) it is stored at once."""
@@ -145,8 +160,14 @@ def call_record(
     if budget is None:
         budget = Run.objects.get(pk=run_id).budget
     reason = budget.overrun(tokens_in + tokens_out, spent_usd)
-    if reason and status not in TERMINAL_RUN_STATUSES:
-        budget_stop(run_id, reason, events=events)
+    if call.capped_at is not None and call.stop_reason == "max_tokens":
+        # Said as it happened, though the cut answer most often spends the budget exactly.
+        room = budget.answer_room(tokens_in + tokens_out, spent_usd, 0, price)
+        reason = room.cut_off(call.capped_at) if room is not None else reason
+    if not reason or status in TERMINAL_RUN_STATUSES:
+        return ""
+    budget_stop(run_id, reason, events=events)
+    return reason
 
 
 _ADD_USAGE = (
@@ -163,9 +184,14 @@ _ADD_TO_RUN = (
 )
 
 
+# How the error of a run its budget stopped begins (Budget's reasons begin "its budget").
+BUDGET_STOPPED = "Stopped because its budget "
+
+
 def budget_stop(run_id: int, reason: str, *, events: EventBuffer | None = None) -> None:
     """Fail the run with the budget as its reason; running steps stop at their next call.
     `events`: the buffer of the step whose call spent it, whose held events go first."""
+    assert f"Stopped because {reason}".startswith(BUDGET_STOPPED), reason
     run_fail(
         run_id, f"Stopped because {reason}. Completed steps keep their outputs.", events=events
     )

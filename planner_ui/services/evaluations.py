@@ -53,7 +53,7 @@ from planner_ui.models import EvaluationSuite, Experiment, ExperimentRun, Run
 from planner_ui.providers.base import Provider
 from planner_ui.providers.metered import CallRecord, MeteredProvider
 
-from .accounting import price_of
+from .accounting import BUDGET_STOPPED, price_of
 from .baselines import single_agent_create
 from .leases import task_lease
 from .providers import check_available, provider_build, routes_for_run
@@ -379,7 +379,7 @@ def _judge_provider(label: str, slot_id: int) -> Provider:
             judge_cost_usd=F("judge_cost_usd") + cost,
         )
 
-    return MeteredProvider(inner, gate=lambda purpose: None, record=record)
+    return MeteredProvider(inner, gate=lambda request: None, record=record)
 
 
 def _start_slot(
@@ -441,7 +441,20 @@ def _over_budget(experiment: Experiment) -> str:
         return f"Budget spent: ${cost:.4f} of ${experiment.budget_usd:.4f}."
     if experiment.budget_tokens is not None and tokens >= experiment.budget_tokens:
         return f"Budget spent: {tokens} tokens of {experiment.budget_tokens}."
-    return ""
+    # A run's budget is what was left of the experiment's when it started: a run that it
+    # stopped found the rest too small for its next call, and the next run would too.
+    stopped = Run.objects.filter(
+        experiment_slot__experiment=experiment,
+        status=RunStatus.FAILED,
+        error__startswith=BUDGET_STOPPED,
+    ).exists()
+    if not stopped:
+        return ""
+    if experiment.budget_usd is not None:
+        spent = f"${cost:.4f} of ${experiment.budget_usd:.4f}"
+    else:
+        spent = f"{tokens} tokens of {experiment.budget_tokens}"
+    return f"Budget spent: {spent}; what is left pays for no further call."
 
 
 _CENTICENT = Decimal("0.0001")

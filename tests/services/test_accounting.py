@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from planner_ui.core.messages import Usage
 from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus, StepStatus
-from planner_ui.models import ModelCall, Run, Step
+from planner_ui.models import ModelCall, PlanVersion, Run, Step
 from planner_ui.providers.metered import CallRecord
 from planner_ui.services.accounting import call_record
 from planner_ui.services.event_buffer import EventBuffer
@@ -92,12 +92,79 @@ def planner_tokens(user) -> int:
     return probe.tokens_in + probe.tokens_out
 
 
-def test_a_token_budget_spent_while_planning_stops_the_run_before_any_step(make_user):
+def test_a_budget_too_small_for_the_planners_call_stops_the_run_before_it_is_made(make_user):
     run = planned(make_user(), TASK, budget_tokens=1)
     assert run.status == RunStatus.FAILED
-    assert run.error.startswith("Stopped because its budget of 1 tokens is spent (")
+    assert run.error.startswith(
+        "Stopped because its budget of 1 tokens leaves no room for an answer (0 used, and the "
+        "next call would send about "
+    )
     assert not run.plan_versions.exists()
-    assert run.model_calls == 1  # the call that spent it is recorded, and no other was made
+    assert run.model_calls == 0  # nothing was asked that the budget could not pay for
+
+
+def test_a_plan_cut_off_by_the_budget_stops_the_run_rather_than_failing_as_invalid(make_user):
+    probe = planned(make_user(), TASK).calls.get()
+    # Room for the request and half of the plan's answer (another user: a planner is shown its
+    # user's earlier plans, which would make the request longer).
+    budget = probe.input_tokens + probe.output_tokens // 2
+    run = planned(make_user("bob"), TASK, budget_tokens=budget)
+    assert run.status == RunStatus.FAILED
+    assert run.error == (
+        f"Stopped because its budget of {budget:,} tokens left room for an answer of "
+        f"{probe.output_tokens // 2:,} tokens and the model's reply was cut off there "
+        f"({budget:,} used). Completed steps keep their outputs."
+    )
+    call = run.calls.get()
+    assert (call.stop_reason, call.output_tokens) == ("max_tokens", probe.output_tokens // 2)
+    assert not run.plan_versions.exists()
+
+
+@pytest.mark.parametrize("share", [0.3, 0.5, 0.7, 0.9])
+def test_a_token_budget_is_never_passed_and_stops_the_run_cleanly(make_user, share):
+    whole = finished(make_user())
+    assert whole.status == RunStatus.SUCCEEDED, whole.error
+    budget = int((whole.tokens_in + whole.tokens_out) * share)
+    run = planned(make_user("bob"), TASK, budget_tokens=budget)
+    if run.status == RunStatus.AWAITING_PLAN_APPROVAL:  # else planning took all of it
+        run_approve_plan(run.pk)
+        run = drive(run)
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith(f"Stopped because its budget of {budget:,} tokens ")
+    # Each call was held to what was left: the totals stay within the budget.
+    assert run.tokens_in + run.tokens_out <= budget
+    statuses = set(run.steps.values_list("status", flat=True))
+    assert not statuses & {StepStatus.PENDING, StepStatus.QUEUED, StepStatus.RUNNING}
+    # A step the budget stopped, even in the middle of its answer, is skipped, not failed:
+    # a failure would have the run re-planned with what is left.
+    assert StepStatus.FAILED not in statuses
+    assert not run.steps.filter(step_id="synthesis", status=StepStatus.SUCCEEDED).exists()
+    assert not run.plan_versions.filter(author=PlanVersion.Author.REPLANNER).exists()
+
+
+def test_a_steps_answer_the_budget_cuts_off_stops_the_run_and_the_step_is_not_failed(make_user):
+    whole = finished(make_user())
+    calls = list(whole.calls.order_by("pk"))
+    # The same run again, with room for its first step's call to send all and answer half
+    # (another user's run: a planner is shown its user's earlier plans).
+    first = calls[1]
+    assert first.step_id and first.output_tokens >= 8
+    used = calls[0].input_tokens + calls[0].output_tokens
+    budget = used + first.input_tokens + first.output_tokens // 2
+    run = finished(make_user("bob"), budget_tokens=budget)
+    assert run.status == RunStatus.FAILED
+    assert run.error == (
+        f"Stopped because its budget of {budget:,} tokens left room for an answer of "
+        f"{first.output_tokens // 2:,} tokens and the model's reply was cut off there "
+        f"({budget:,} used). Completed steps keep their outputs."
+    )
+    cut = run.calls.get(step_id=first.step_id)
+    assert (cut.stop_reason, cut.output_tokens) == ("max_tokens", first.output_tokens // 2)
+    step = run.steps.get(step_id=first.step_id)
+    # Its half answer is not its output, and nothing is re-planned around it.
+    assert (step.status, step.output) == (StepStatus.SKIPPED, "")
+    assert run.tokens_in + run.tokens_out == budget
+    assert not run.plan_versions.filter(author=PlanVersion.Author.REPLANNER).exists()
 
 
 def test_a_token_budget_spent_by_the_executors_stops_the_run_and_keeps_what_was_done(make_user):
@@ -105,31 +172,42 @@ def test_a_token_budget_spent_by_the_executors_stops_the_run_and_keeps_what_was_
     budget = planner_tokens(user) + 1
     run = finished(user, budget_tokens=budget)
     assert run.status == RunStatus.FAILED
-    assert run.error.startswith(f"Stopped because its budget of {budget:,} tokens is spent")
-    assert run.tokens_in + run.tokens_out >= budget
+    assert run.error.startswith(
+        f"Stopped because its budget of {budget:,} tokens leaves no room for an answer "
+        f"({budget - 1:,} used, and the next call would send about "
+    )
     statuses = set(run.steps.values_list("status", flat=True))
     assert not statuses & {StepStatus.PENDING, StepStatus.QUEUED, StepStatus.RUNNING}
     assert StepStatus.SKIPPED in statuses
     assert run.steps.get(step_id="synthesis").status == StepStatus.SKIPPED
-    # Exactly one executor call was made past the planner: the one that spent the budget.
-    assert run.calls.exclude(step_id="").count() == 1
-    spent = run.calls.exclude(step_id="").get()
-    step = run.steps.get(step_id=spent.step_id)
-    # Its reply arrived whole, so the step keeps it, or stopped at its next call with a reason.
-    assert step.status == StepStatus.SUCCEEDED or "The run is failed" in step.error
+    # No executor call was made: the first one's request alone would have passed the budget.
+    assert not run.calls.exclude(step_id="").exists()
 
 
 def test_a_budget_in_dollars_stops_the_run(make_user, settings):
     settings.AGENTSITE_PRICES = {"offline:*": {"input": 10, "output": 10}}
-    user = make_user()
-    # Just above what planning costs, to the ten-thousandth of a dollar a budget is kept to.
-    budget = planned(user, TASK).cost_usd.quantize(Decimal("0.0001"), ROUND_UP) + Decimal("0.0001")
-    run = finished(user, budget_usd=budget)
+    whole = finished(make_user())
+    assert whole.status == RunStatus.SUCCEEDED, whole.error
+    # Half of what the run costs whole, to the ten-thousandth of a dollar a budget is kept to.
+    budget = (whole.cost_usd / 2).quantize(Decimal("0.0001"), ROUND_UP)
+    run = finished(make_user("bob"), budget_usd=budget)
     assert run.status == RunStatus.FAILED
     # The budget is said as it was given, without trailing zeros ($0.011, not $0.0110).
-    assert run.error.startswith(f"Stopped because its budget of ${budget.normalize()} is spent ($")
-    assert run.cost_usd >= budget
-    assert run.calls.exclude(step_id="").count() == 1
+    assert run.error.startswith(f"Stopped because its budget of ${budget.normalize()} ")
+    assert run.cost_usd <= budget
+    assert StepStatus.FAILED not in set(run.steps.values_list("status", flat=True))
+
+
+def test_a_budget_in_dollars_on_a_model_with_no_price_still_stops_at_the_tokens(
+    make_user, settings
+):
+    settings.AGENTSITE_PRICES = {}  # unpriced: the dollars cannot hold a call back
+    whole = finished(make_user())
+    budget = (whole.tokens_in + whole.tokens_out) // 2
+    run = finished(make_user("bob"), budget_usd=Decimal("0.01"), budget_tokens=budget)
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith(f"Stopped because its budget of {budget:,} tokens ")
+    assert run.tokens_in + run.tokens_out <= budget
 
 
 @pytest.mark.parametrize(

@@ -227,19 +227,44 @@ def test_retries_that_do_not_help_fail_the_run_saying_so(server, make_user, sett
 
 
 def test_a_budget_stops_the_run_on_the_servers_own_figures(server, make_user):
-    server.enqueue_json(GOOD_PLAN, input_tokens=100, output_tokens=50)
-    run = planned(make_user(), "Compute 6*7 and explain it", budget_tokens=200)
-    server.enqueue_tool_use("calculator", {"expression": "6*7"}, input_tokens=40, output_tokens=20)
+    server.enqueue_json(GOOD_PLAN, input_tokens=4_900, output_tokens=50)
+    run = planned(make_user(), "Compute 6*7 and explain it", budget_tokens=5_000)
+    assert run.tokens_in + run.tokens_out == 4_950
     run_approve_plan(run.pk)
     run = drive(run)
     assert run.status == RunStatus.FAILED
-    assert run.error.startswith("Stopped because its budget of 200 tokens is spent (210 used)")
+    # What is left, 50 tokens, would not pay for the executor's request, let alone an answer.
+    assert run.error.startswith(
+        "Stopped because its budget of 5,000 tokens leaves no room for an answer (4,950 used, "
+        "and the next call would send about "
+    )
     compute = run.steps.get(step_id="compute")
     # Stopped under it by the run, not failed by itself.
     assert compute.status == StepStatus.SKIPPED
-    assert compute.error == "The run is failed, so no further tool call."
+    assert compute.error.startswith("The run stopped because its budget of 5,000 tokens leaves")
     assert run.steps.get(step_id="explain").status == StepStatus.SKIPPED
-    # Nothing was asked of the server after the budget was spent.
+    # Nothing was asked of the server that the budget could not pay for.
+    assert len(server.requests) == 1 and server.pending == 0
+
+
+def test_a_call_asks_the_server_for_no_more_answer_than_the_budget_leaves(server, make_user):
+    server.enqueue_json(GOOD_PLAN, input_tokens=100, output_tokens=50)
+    run = planned(make_user(), "Compute 6*7 and explain it", budget_tokens=150 + 3_000)
+    # The server's own count of the request, and an answer that runs to the limit it was given.
+    server.enqueue_text("6*7 is", stop_reason="max_tokens", input_tokens=900, output_tokens=2_100)
+    run_approve_plan(run.pk)
+    run = drive(run)
+    asked = server.requests[1].body["max_tokens"]
+    # Less than the 3,000 tokens left (the request takes its share), where 4,096 was asked
+    # without a budget.
+    assert 0 < asked < 3_000
+    assert run.status == RunStatus.FAILED
+    assert run.error == (
+        f"Stopped because its budget of 3,150 tokens left room for an answer of {asked:,} tokens "
+        "and the model's reply was cut off there (3,150 used). Completed steps keep their outputs."
+    )
+    compute = run.steps.get(step_id="compute")
+    assert (compute.status, compute.output) == (StepStatus.SKIPPED, "")
     assert len(server.requests) == 2 and server.pending == 0
 
 

@@ -137,13 +137,16 @@ def test_a_rejected_key_fails_the_step_with_a_clear_message(make_user, settings)
 
 def test_a_budget_stops_a_local_run_on_the_servers_figures(server, make_user):
     server.enqueue_json(GOOD_PLAN, prompt_tokens=100, completion_tokens=50)
-    run = planned(make_user(), "Compute 6*7 and explain it", routes=ROUTES, budget_tokens=160)
-    server.enqueue_tool_calls([("calculator", {"expression": "6*7"})], prompt_tokens=40)
+    run = planned(make_user(), "Compute 6*7 and explain it", routes=ROUTES, budget_tokens=3_150)
+    # The server counts the request at more than was left: its figure is the one that counts.
+    server.enqueue_tool_calls([("calculator", {"expression": "6*7"})], prompt_tokens=3_000)
     run_approve_plan(run.pk)
     run = drive(run)
     assert run.status == RunStatus.FAILED
-    assert run.error.startswith("Stopped because its budget of 160 tokens is spent (195 used)")
+    assert run.error.startswith("Stopped because its budget of 3,150 tokens is spent (3,155 used)")
     assert len(server.requests) == 2
+    # The executor's call asked for no more answer than the budget left after its request.
+    assert 0 < server.requests[1].body["max_tokens"] < 3_000
 
 
 def test_an_auto_route_that_needed_prompting_stays_prompted_for_the_run(server, make_user):

@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import Sequence
 
+from planner_ui.core.messages import message_chars
 from planner_ui.core.prompt_contract import (
     REPORT_FAILURE_TOOL,
     STEP_FAILED_MARKER,
@@ -18,7 +19,6 @@ from planner_ui.core.prompt_contract import (
 )
 
 from ..base import (
-    Message,
     ModelReply,
     ModelRequest,
     Provider,
@@ -33,7 +33,6 @@ from .planning import PlanBuilder
 from .request import (
     DEFAULT_MODEL,
     SECTION_BREAK,
-    field,
     first_user_text,
     tool_names,
 )
@@ -43,13 +42,8 @@ from .synthesizing import deliverable
 # --- the provider ---------------------------------------------------------------------------------
 
 
-def _message_chars(message: Message) -> int:
-    chars = len(message["content"]) if isinstance(message.get("content"), str) else 0
-    for call in message.get("tool_calls") or []:
-        chars += len(json.dumps(field(call, "arguments", {}), ensure_ascii=False))
-    for result in message.get("results") or []:
-        chars += len(str(field(result, "content", "")))
-    return chars
+def _input_chars(request: ModelRequest) -> int:
+    return len(request.system) + sum(message_chars(m) for m in request.messages)
 
 
 def _stream_pieces(text: str, count: int = 8) -> list[str]:
@@ -67,6 +61,9 @@ class OfflineProvider(Provider):
     def __init__(self, model: str = DEFAULT_MODEL, latency_s: float = 0.0) -> None:
         super().__init__(model)
         self.latency_s = latency_s
+
+    def input_tokens(self, request: ModelRequest) -> int:
+        return math.ceil(_input_chars(request) / 4)  # what its reply's usage will say
 
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
         reply = self._answer(request)
@@ -179,14 +176,17 @@ class OfflineProvider(Provider):
         calls: Sequence[ToolCall] = (),
         stop_reason: str = "end_turn",
     ) -> ModelReply:
-        input_chars = len(request.system) + sum(_message_chars(m) for m in request.messages)
         output_chars = len(text) + sum(
             len(json.dumps(c.arguments, ensure_ascii=False)) for c in calls
         )
+        if math.ceil(output_chars / 4) > request.max_tokens:
+            # As a vendor does: the answer stops where max_tokens does, a tool call with it.
+            text, calls, stop_reason = text[: request.max_tokens * 4], (), "max_tokens"
+            output_chars = len(text)
         return ModelReply(
             text=text,
             tool_calls=list(calls),
             stop_reason=stop_reason,
-            usage=Usage(math.ceil(input_chars / 4), math.ceil(output_chars / 4)),
+            usage=Usage(self.input_tokens(request), math.ceil(output_chars / 4)),
             model=self.model,
         )

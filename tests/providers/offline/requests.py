@@ -3,6 +3,7 @@ blocks), and checks shared by its tests."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 
 from planner_ui.core import dag
@@ -32,8 +33,10 @@ def planner_request(task: str, tools: set[str] = KNOWN_TOOLS) -> ModelRequest:
     )
 
 
-def plan_for(task: str, tools: set[str] = KNOWN_TOOLS) -> Plan:
-    reply = PROVIDER.complete(planner_request(task, tools))
+def plan_for(task: str, tools: set[str] = KNOWN_TOOLS, *, max_tokens: int = 8192) -> Plan:
+    """The offline planner's plan for `task`, asked for as the planner asks (max_tokens)."""
+    request = dataclasses.replace(planner_request(task, tools), max_tokens=max_tokens)
+    reply = PROVIDER.complete(request)
     assert reply.stop_reason == "end_turn"
     assert reply.tool_calls == []
     return validate_plan(parse_plan_json(reply.text), known_tools=tools)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
 import pytest
 
+from planner_ui.core.messages import input_tokens_estimate
 from planner_ui.providers.base import ModelRequest
 from planner_ui.providers.offline import OfflineProvider
 from planner_ui.providers.offline import provider as provider_module
@@ -59,6 +61,35 @@ def test_tool_results_count_as_input() -> None:
         PROVIDER.complete(long).usage.input_tokens
         == PROVIDER.complete(short).usage.input_tokens + 100
     )
+
+
+def test_an_answer_stops_at_max_tokens_as_a_vendors_does() -> None:
+    request = executor_request("Calculate 2+2.", ["calculator"], role="coder")
+    first = PROVIDER.complete(request)
+    answering = after_results(request, first, run_tools(first, {"calculator": ("2+2 = 4", False)}))
+    whole = PROVIDER.complete(answering)
+    assert whole.stop_reason == "end_turn" and whole.usage.output_tokens > 4
+
+    cut = PROVIDER.complete(dataclasses.replace(answering, max_tokens=4))
+
+    assert (cut.stop_reason, cut.text, cut.usage.output_tokens) == (
+        "max_tokens",
+        whole.text[:16],
+        4,
+    )
+    # A tool call cut off is no call at all.
+    calling = PROVIDER.complete(dataclasses.replace(request, max_tokens=1))
+    assert (calling.stop_reason, calling.tool_calls) == ("max_tokens", [])
+
+
+def test_it_knows_what_a_request_will_count_as_input_before_sending_it() -> None:
+    for request in (
+        planner_request("Compare PostgreSQL and MySQL"),
+        executor_request("Calculate 12*(3+4).", ["calculator"]),
+    ):
+        assert PROVIDER.input_tokens(request) == PROVIDER.complete(request).usage.input_tokens
+        # The estimate for vendors' requests errs on the high side of it.
+        assert input_tokens_estimate(request) >= PROVIDER.input_tokens(request)
 
 
 def test_names_and_model() -> None:
