@@ -285,6 +285,11 @@ class Step(models.Model):
     tokens_cache_write = models.PositiveBigIntegerField(default=0)
     model_calls = models.PositiveIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    # What the run's budget holds for this step's model call in flight, at most (the tokens
+    # it sends and may answer, and their price): the run's other calls leave it alone until
+    # the call is recorded, which sets them back to 0 (services.accounting).
+    budget_held_tokens = models.PositiveBigIntegerField(default=0)
+    budget_held_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Set on a fork's steps that were done before the fork: the run whose output it reused.

@@ -7,15 +7,19 @@ two calls, never in the middle of one.
 
 from __future__ import annotations
 
+import logging
+import time
 from decimal import Decimal
+
+from django.db import transaction
 
 from planner_ui.core import pricing
 from planner_ui.core.errors import RunStopped
 from planner_ui.core.events import EventType
-from planner_ui.core.messages import ModelRequest
+from planner_ui.core.messages import ModelRequest, Usage
 from planner_ui.core.pricing import Budget, Price
 from planner_ui.core.routing import role_of
-from planner_ui.core.status import TERMINAL_RUN_STATUSES
+from planner_ui.core.status import TERMINAL_RUN_STATUSES, StepStatus
 from planner_ui.models import ModelCall, Run, Step
 from planner_ui.providers.base import Provider
 from planner_ui.providers.metered import CallRecord, MeteredProvider
@@ -25,6 +29,8 @@ from planner_ui.stores import sql
 from .event_buffer import Event, EventBuffer
 from .events import events_append
 from .scheduler import run_fail
+
+log = logging.getLogger(__name__)
 
 
 def price_of(provider: str, *models: str) -> Price | None:
@@ -42,26 +48,28 @@ def metered(
 
     The budget's limits are read once, with `run`; what the run has spent and whether it is
     still running are read before every call, as other steps spend and a person may cancel.
-    A step's provider holds each call's event in the step's buffer, `events` (call_record)."""
+    Under a budget, a call asks for no longer an answer than the budget leaves, after what the
+    run's other calls in flight may still take (_held). A step's provider holds each call's
+    event in the step's buffer, `events` (call_record)."""
     budget, run_id = run.budget, run.pk
 
     def gate(request: ModelRequest) -> int | None:
-        status, tokens, cost = _spent(run_id)
-        if status in TERMINAL_RUN_STATUSES:
-            label = Run(status=status).get_status_display()
-            raise RunStopped(f"The run is {label}, so no further model call.")
-        reason = budget.overrun(tokens, cost)
-        if not reason and budget.limited:
-            # What is left is what the answer may take, after what the call sends.
-            sent = provider.input_tokens(request)
-            room = budget.answer_room(tokens, cost, sent, price_of(provider.name, provider.model))
-            if room is None or room.tokens > 0:
-                return None if room is None else room.tokens
-            reason = room.none_left(sent)
-        if reason:
-            budget_stop(run_id, reason, events=events)
-            raise RunStopped(f"The run stopped because {reason}.")
-        return None
+        if not budget.limited:
+            ((status, _tokens_in, _tokens_out, _cost),) = sql.rows(_SPENT, [run_id])
+            _running_or_stop(status)
+            return None
+        sent = provider.input_tokens(request)
+        price = price_of(provider.name, provider.model)
+        held = _held(run_id, step_id, budget, sent, price, request.max_tokens)
+        if isinstance(held, _Wait):
+            log.info("run %s step %r waits for its calls in flight", run_id, step_id)
+        while isinstance(held, _Wait):
+            time.sleep(HELD_POLL_S)
+            held = _held(run_id, step_id, budget, sent, price, request.max_tokens)
+        if isinstance(held, str):
+            budget_stop(run_id, held, events=events)
+            raise RunStopped(f"The run stopped because {held}.")
+        return held
 
     def record(call: CallRecord) -> None:
         reason = call_record(
@@ -75,12 +83,71 @@ def metered(
     return MeteredProvider(provider, gate=gate, record=record)
 
 
-def _spent(run_id: int) -> tuple[str, int, Decimal]:
-    ((status, tokens_in, tokens_out, cost),) = sql.rows(_SPENT, [run_id])
-    return status, tokens_in + tokens_out, sql.decimal_of(cost)
+# How often a call that waits for the run's calls in flight asks again.
+HELD_POLL_S = 0.2
+
+
+class _Wait:
+    """_held's answer when the call must wait for the run's other calls in flight."""
+
+
+_WAIT = _Wait()
+
+
+def _held(
+    run_id: int, step_id: str, budget: Budget, sent: int, price: Price | None, wanted: int
+) -> int | None | str | _Wait:
+    """Under a budget, what a call sending about `sent` tokens and asking for an answer of up
+    to `wanted` may take: the answer's room (held for the step until its call is recorded);
+    None where nothing limits it; _WAIT while the run's other calls in flight may still take
+    what this one needs; or why the run stops.
+
+    The run's row is locked first (docs/write-protocol.md, rule 3): two calls never hold the
+    same remainder, and a call's record, which writes that row, is counted whole or not at all.
+    A step that died with its call in flight leaves its hold until it is taken over or ends;
+    only running steps' holds count."""
+    with transaction.atomic():
+        # As a record's UPDATE of the row locks it: a step's finish (KEY SHARE) goes by.
+        ((status, tokens_in, tokens_out, cost),) = sql.rows(
+            _SPENT + sql.locking("no key update"), [run_id]
+        )
+        _running_or_stop(status)
+        used, spent = tokens_in + tokens_out, sql.decimal_of(cost)
+        reason = budget.overrun(used, spent)
+        if reason:
+            return reason
+        ((held_tokens, held_usd),) = sql.rows(_HELD, [run_id, StepStatus.RUNNING, step_id])
+        # PostgreSQL sums a bigint column as a numeric.
+        held_tokens, held_usd = int(held_tokens), sql.decimal_of(held_usd)
+        room = budget.answer_room(used + held_tokens, spent + held_usd, sent, price)
+        if room is None:
+            return None
+        if room.tokens < wanted and (held_tokens or held_usd):
+            return _WAIT  # the others may answer shorter than they could: see what they took
+        if room.tokens <= 0:
+            return room.none_left(sent)
+        answer = min(wanted, room.tokens)
+        if step_id:
+            usd = pricing.call_cost(Usage(sent, answer), price) if price else Decimal(0)
+            sql.rows(_HOLD, [sent + answer, sql.amount(usd), run_id, step_id])
+        return answer
+
+
+def _running_or_stop(status: str) -> None:
+    if status in TERMINAL_RUN_STATUSES:
+        label = Run(status=status).get_status_display()
+        raise RunStopped(f"The run is {label}, so no further model call.")
 
 
 _SPENT = f"SELECT status, tokens_in, tokens_out, cost_usd FROM {sql.table(Run)} WHERE id = %s"
+_HELD = (
+    "SELECT COALESCE(SUM(budget_held_tokens), 0), COALESCE(SUM(budget_held_usd), 0) "
+    f"FROM {sql.table(Step)} WHERE run_id = %s AND status = %s AND step_id <> %s"
+)
+_HOLD = (
+    f"UPDATE {sql.table(Step)} SET budget_held_tokens = %s, budget_held_usd = %s "
+    "WHERE run_id = %s AND step_id = %s"
+)
 
 
 def call_record(
@@ -175,8 +242,10 @@ _ADD_USAGE = (
     "tokens_cache_read = tokens_cache_read + %s, tokens_cache_write = tokens_cache_write + %s, "
     "model_calls = model_calls + 1, cost_usd = cost_usd + CAST(%s AS NUMERIC)"
 )
+# A step's call, recorded, holds nothing of the budget any more (_held).
 _ADD_TO_STEP = (
-    f"UPDATE {sql.table(Step)} SET {_ADD_USAGE}{{source}} WHERE run_id = %s AND step_id = %s"
+    f"UPDATE {sql.table(Step)} SET {_ADD_USAGE}, budget_held_tokens = 0, budget_held_usd = 0"
+    "{source} WHERE run_id = %s AND step_id = %s"
 )
 _ADD_TO_RUN = (
     f"UPDATE {sql.table(Run)} SET {_ADD_USAGE} "

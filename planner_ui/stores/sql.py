@@ -375,7 +375,7 @@ _Reader = tuple[str, list[str], list[tuple[int, list[Any], Any]]]
 _readers: dict[tuple[type[models.Model], str, tuple[str, ...] | None, str], _Reader] = {}
 
 # How `load` locks the row, where the database locks rows (SQLite serializes every write).
-Lock = Literal["", "update", "key share"]
+Lock = Literal["", "update", "no key update", "key share"]
 
 
 def locking(lock: Lock) -> str:

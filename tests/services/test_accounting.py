@@ -17,6 +17,7 @@ from planner_ui.core.run_options import RunOptions
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import ModelCall, PlanVersion, Run, Step
 from planner_ui.providers.metered import CallRecord
+from planner_ui.services import accounting
 from planner_ui.services.accounting import call_record
 from planner_ui.services.event_buffer import EventBuffer
 from planner_ui.services.runs import RunInputError, run_approve_plan, run_create
@@ -306,3 +307,30 @@ def test_a_steps_call_is_one_statement_on_postgresql_and_its_event_goes_with_the
         (3, "model.call", ""),
     ]
     assert run.last_event_seq == 3
+
+
+def test_a_call_waits_for_what_a_running_steps_call_holds_and_a_dead_steps_hold_lapses(
+    make_user,
+):
+    run = Run.objects.create(
+        owner=make_user(), task="t", status=RunStatus.RUNNING, budget_tokens=1_000
+    )
+    for step_id in ("a", "b"):
+        Step.objects.create(
+            run=run, step_id=step_id, title=step_id, instruction="x", status=StepStatus.RUNNING
+        )
+    budget = run.budget
+    # b's call sends 100 tokens and may answer 500: it holds 600 until it is counted.
+    assert accounting._held(run.pk, "b", budget, 100, None, 500) == 500
+    assert Step.objects.get(run=run, step_id="b").budget_held_tokens == 600
+    # a's call, wanting 500 where 300 are left beside b's hold, waits for b to be counted.
+    assert accounting._held(run.pk, "a", budget, 100, None, 500) is accounting._WAIT
+    # A step that ended holds nothing, whatever its row still says (a worker died in its call).
+    Step.objects.filter(run=run, step_id="b").update(status=StepStatus.FAILED)
+    assert accounting._held(run.pk, "a", budget, 100, None, 500) == 500
+    # Counted, a call holds nothing: its record sets the hold back to 0.
+    call = CallRecord("executor", "offline", "m", Usage(100, 200), 0.1, "end_turn")
+    call_record(run.pk, "a", call, budget=budget)
+    assert Step.objects.get(run=run, step_id="a").budget_held_tokens == 0
+    # 700 left: a call sending 100 may answer 600 of the 900 it asks for, alone.
+    assert accounting._held(run.pk, "a", budget, 100, None, 900) == 600

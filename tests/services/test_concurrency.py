@@ -14,16 +14,19 @@ from django.db import OperationalError, close_old_connections, connection, trans
 from django.utils import timezone
 
 from planner_ui.agents.executor import StepOutcome
-from planner_ui.core.messages import Usage
+from planner_ui.core.errors import RunStopped
+from planner_ui.core.messages import ModelReply, Usage
 from planner_ui.core.status import RunStatus, StepStatus
 from planner_ui.models import Run, RunEvent, Step
 from planner_ui.providers.metered import CallRecord
-from planner_ui.services.accounting import call_record
+from planner_ui.providers.offline import OfflineProvider
+from planner_ui.services.accounting import call_record, metered
 from planner_ui.services.event_buffer import EventBuffer
 from planner_ui.services.events import event_append
 from planner_ui.services.scheduler import dependencies_count
 from planner_ui.services.steps import _carry, step_claim, step_finish
 from planner_ui.stores import sql
+from tests.providers.offline.requests import executor_request
 
 pytestmark = [pytest.mark.database, pytest.mark.django_db(transaction=True)]
 
@@ -458,3 +461,33 @@ def test_a_finish_the_server_fails_to_break_a_deadlock_goes_again(make_user):
         (1, "model.call"),
         (2, "step.succeeded"),
     ]
+
+
+def test_two_calls_at_once_never_pass_the_budget_together(make_user):
+    # Two steps' calls made at once, under a budget that pays for one whole answer and half of
+    # the other: each call sees the same totals when it starts, so without the first one's hold
+    # both would answer in full and pass the budget together.
+    request = executor_request("Write a short note on green tea.", [])
+    alone = OfflineProvider().complete(request).usage
+    budget = 2 * alone.input_tokens + alone.output_tokens + alone.output_tokens // 2
+    run = running_run(make_user(), [("a", []), ("b", [])], budget_tokens=budget)
+    replies: dict[int, object] = {}
+
+    def call(index: int) -> None:
+        provider = metered(run, "ab"[index], OfflineProvider(latency_s=0.3))
+        try:
+            replies[index] = provider.complete(request)
+        except RunStopped as exc:
+            replies[index] = exc
+
+    assert _in_threads(2, call) == []
+    run.refresh_from_db()
+    assert run.tokens_in + run.tokens_out == budget
+    whole = [r for r in replies.values() if isinstance(r, ModelReply)]
+    stopped = [r for r in replies.values() if isinstance(r, RunStopped)]
+    assert len(whole) == 1 and whole[0].stop_reason == "end_turn"
+    # The other waited for the first to be counted, then was held to what was left.
+    assert len(stopped) == 1
+    assert f"left room for an answer of {alone.output_tokens // 2:,} tokens" in str(stopped[0])
+    assert run.status == RunStatus.FAILED
+    assert set(Step.objects.filter(run=run).values_list("budget_held_tokens", flat=True)) == {0}
