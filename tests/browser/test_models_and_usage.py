@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from planner_ui.models import ProviderCredential, Run
 from tests.fakes.openai_server import FakeOpenAI
+from tests.services.test_runs import planned
 
 from .flows import login, open_step
 
@@ -76,4 +77,41 @@ def test_a_run_on_a_local_model_streams_its_text_and_shows_its_usage(
         )
     expect(page.locator("#run-routes")).to_contain_text("openai:qwen3:8b")
     expect(page.locator("#run-budget")).to_contain_text("100,000 tokens (")
+    assert page.js_errors == []
+
+
+def test_a_budget_holds_a_calls_answer_to_what_is_left_and_says_so(
+    page, daphne_url, celery_worker_process, make_user
+):
+    task = "Research how much caffeine tea has"
+    # What the offline planner's call takes for this task, planned for someone else first.
+    probe = planned(make_user("probe"), task)
+    budget = probe.tokens_in + probe.tokens_out + 3_000
+    with FakeOpenAI(api_key=None) as server:
+        ProviderCredential.objects.create(provider="openai", base_url=server.base_url)
+        make_user("alice", "pw-for-tests-1")
+        login(page, daphne_url, "alice", "pw-for-tests-1")
+        page.fill("#id_task", task)
+        page.click("#run-options summary")
+        page.fill("#id_route_executor", "openai:qwen3:8b")
+        page.fill("#id_budget_tokens", str(budget))
+        page.click("#plan-it")
+        expect(page.locator("#approve-plan")).to_be_visible(timeout=30_000)
+        # The first executor's answer runs to the limit it was given, counted by the server.
+        server.enqueue_text(
+            ANSWER, finish_reason="length", prompt_tokens=900, completion_tokens=2_100
+        )
+        page.click("#approve-plan")
+
+        error = page.locator("#run-error")
+        expect(error).to_contain_text(
+            f"its budget of {budget:,} tokens left room for an answer of", timeout=60_000
+        )
+        asked = server.requests[0].body["max_tokens"]
+        assert 0 < asked < 3_000  # what was left, less the request's share
+        expect(error).to_contain_text(f"{asked:,} tokens and the model's reply was cut off there")
+    expect(page.locator("#budget-tokens-pct")).to_have_text("100.0")
+    run = Run.objects.get(owner__username="alice")
+    cut = run.calls.get(step_id__gt="")
+    expect(page.locator(f"#step-{cut.step_id}")).to_contain_text("skipped")
     assert page.js_errors == []
