@@ -42,6 +42,7 @@ class EventType(StrEnum):
     TOOL_UNKNOWN = "tool.unknown"
     STEP_WORKER_LOST = "step.worker_lost"
     HANDOVER_DELAYED = "handover.delayed"
+    BUDGET_WAITING = "budget.waiting"
     STEP_RETRIED = "step.retried"
     STEP_REUSED = "step.reused"
     FILE_WRITTEN = "file.written"
@@ -257,6 +258,13 @@ class HandoverDelayedPayload(TypedDict):
     retry_s: float
 
 
+class BudgetWaitingPayload(TypedDict):
+    # The run's other calls in flight, and what they hold of its budget until they are counted.
+    calls: int
+    held_tokens: int
+    held_usd: str
+
+
 PAYLOADS: dict[EventType, type] = {
     EventType.RUN_STATUS: RunStatusPayload,
     EventType.RUN_PAUSED: RunPausedPayload,
@@ -288,6 +296,7 @@ PAYLOADS: dict[EventType, type] = {
     EventType.TOOL_UNKNOWN: ToolUnknownPayload,
     EventType.STEP_WORKER_LOST: WorkerLostPayload,
     EventType.HANDOVER_DELAYED: HandoverDelayedPayload,
+    EventType.BUDGET_WAITING: BudgetWaitingPayload,
     EventType.STEP_RETRIED: StepRetriedPayload,
     EventType.STEP_REUSED: StepReusedPayload,
     EventType.FILE_WRITTEN: FileWrittenPayload,

@@ -7,8 +7,8 @@ two calls, never in the middle of one.
 
 from __future__ import annotations
 
-import logging
 import time
+from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db import transaction
@@ -29,8 +29,6 @@ from planner_ui.stores import sql
 from .event_buffer import Event, EventBuffer
 from .events import events_append
 from .scheduler import run_fail
-
-log = logging.getLogger(__name__)
 
 
 def price_of(provider: str, *models: str) -> Price | None:
@@ -62,7 +60,12 @@ def metered(
         price = price_of(provider.name, provider.model)
         held = _held(run_id, step_id, budget, sent, price, request.max_tokens)
         if isinstance(held, _Wait):
-            log.info("run %s step %r waits for its calls in flight", run_id, step_id)
+            # Said once: the step runs and calls nothing meanwhile.
+            payload = {"calls": held.calls, "held_tokens": held.tokens, "held_usd": str(held.usd)}
+            if events is None:
+                events_append(run_id, [(EventType.BUDGET_WAITING, payload, step_id)])
+            else:
+                events.append(run_id, EventType.BUDGET_WAITING, payload, step_id=step_id)
         while isinstance(held, _Wait):
             time.sleep(HELD_POLL_S)
             held = _held(run_id, step_id, budget, sent, price, request.max_tokens)
@@ -87,11 +90,14 @@ def metered(
 HELD_POLL_S = 0.2
 
 
+@dataclass(frozen=True)
 class _Wait:
-    """_held's answer when the call must wait for the run's other calls in flight."""
+    """_held's answer when the call must wait for the run's other calls in flight: how many
+    there are, and what they hold."""
 
-
-_WAIT = _Wait()
+    calls: int
+    tokens: int
+    usd: Decimal
 
 
 def _held(
@@ -116,14 +122,15 @@ def _held(
         reason = budget.overrun(used, spent)
         if reason:
             return reason
-        ((held_tokens, held_usd),) = sql.rows(_HELD, [run_id, StepStatus.RUNNING, step_id])
+        ((calls, held_tokens, held_usd),) = sql.rows(_HELD, [run_id, StepStatus.RUNNING, step_id])
         # PostgreSQL sums a bigint column as a numeric.
         held_tokens, held_usd = int(held_tokens), sql.decimal_of(held_usd)
         room = budget.answer_room(used + held_tokens, spent + held_usd, sent, price)
         if room is None:
             return None
         if room.tokens < wanted and (held_tokens or held_usd):
-            return _WAIT  # the others may answer shorter than they could: see what they took
+            # The others may answer shorter than they could: see what they took.
+            return _Wait(int(calls), held_tokens, held_usd)
         if room.tokens <= 0:
             return room.none_left(sent)
         answer = min(wanted, room.tokens)
@@ -141,7 +148,8 @@ def _running_or_stop(status: str) -> None:
 
 _SPENT = f"SELECT status, tokens_in, tokens_out, cost_usd FROM {sql.table(Run)} WHERE id = %s"
 _HELD = (
-    "SELECT COALESCE(SUM(budget_held_tokens), 0), COALESCE(SUM(budget_held_usd), 0) "
+    "SELECT COALESCE(SUM(CASE WHEN budget_held_tokens > 0 OR budget_held_usd > 0 THEN 1 END), 0), "
+    "COALESCE(SUM(budget_held_tokens), 0), COALESCE(SUM(budget_held_usd), 0) "
     f"FROM {sql.table(Step)} WHERE run_id = %s AND status = %s AND step_id <> %s"
 )
 _HOLD = (

@@ -638,6 +638,7 @@
       case "step.failed": return "failed: " + p.error;
       case "step.skipped": return "skipped: " + p.reason;
       case "step.waiting": return "waits for approval of " + p.tool;
+      case "budget.waiting": return "waits for " + p.calls + " call" + (p.calls === 1 ? "" : "s") + " in flight to be counted: beside what " + (p.calls === 1 ? "it" : "they") + " may take (" + p.held_tokens.toLocaleString("en") + " tokens), the budget may not pay for this call's answer";
       case "step.worker_lost": return "its worker (" + p.worker + ") stopped answering; another takes it over";
       case "handover.delayed": return "the task queue did not take the " + p.task.replace(/_/g, " ") + " (" + p.error + "): sent again for up to " + p.retry_s + " s, then by the sweep";
       case "step.retried": return "run again by " + p.by + (p.edited ? " with an edited instruction" : "") +

@@ -324,7 +324,9 @@ def test_a_call_waits_for_what_a_running_steps_call_holds_and_a_dead_steps_hold_
     assert accounting._held(run.pk, "b", budget, 100, None, 500) == 500
     assert Step.objects.get(run=run, step_id="b").budget_held_tokens == 600
     # a's call, wanting 500 where 300 are left beside b's hold, waits for b to be counted.
-    assert accounting._held(run.pk, "a", budget, 100, None, 500) is accounting._WAIT
+    assert accounting._held(run.pk, "a", budget, 100, None, 500) == accounting._Wait(
+        1, 600, Decimal(0)
+    )
     # A step that ended holds nothing, whatever its row still says (a worker died in its call).
     Step.objects.filter(run=run, step_id="b").update(status=StepStatus.FAILED)
     assert accounting._held(run.pk, "a", budget, 100, None, 500) == 500

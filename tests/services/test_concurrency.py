@@ -491,3 +491,10 @@ def test_two_calls_at_once_never_pass_the_budget_together(make_user):
     assert f"left room for an answer of {alone.output_tokens // 2:,} tokens" in str(stopped[0])
     assert run.status == RunStatus.FAILED
     assert set(Step.objects.filter(run=run).values_list("budget_held_tokens", flat=True)) == {0}
+    # The run's log says why the second call was late.
+    (waited,) = RunEvent.objects.filter(run=run, type="budget.waiting")
+    assert waited.payload == {
+        "calls": 1,
+        "held_tokens": budget,  # all of it: the first call could have answered with the rest
+        "held_usd": "0.000000",
+    }
