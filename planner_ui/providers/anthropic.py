@@ -101,6 +101,17 @@ class AnthropicProvider(Provider):
             except (anthropic.AnthropicError, httpx2.HTTPError) as exc:
                 raise self._error(exc, retries_taken=retries_taken, shown=shown) from exc
 
+    def input_tokens(self, request: ModelRequest, *, counted: bool = False) -> int:
+        if not counted:
+            return super().input_tokens(request)
+        params = _request_to_wire(self.model, request)
+        del params["max_tokens"]
+        try:
+            return self._client.messages.count_tokens(**params).input_tokens
+        except (anthropic.AnthropicError, httpx2.HTTPError):
+            # The count sizes a budget's last answer more closely; without it, the estimate.
+            return super().input_tokens(request)
+
     def _stream(self, params: dict[str, Any], on_text: TextSink) -> anthropic.types.Message:
         # The SDK sends the request (and retries 408/409/429/5xx answers) when the block is
         # entered; the events then arrive as the model writes them.

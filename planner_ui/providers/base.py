@@ -54,10 +54,11 @@ class Provider(ABC):
         providers with tool modes have anything to carry."""
         return None  # the others ask for tools one way only
 
-    def input_tokens(self, request: ModelRequest) -> int:
+    def input_tokens(self, request: ModelRequest, *, counted: bool = False) -> int:
         """About how many tokens sending `request` costs, before the vendor counts them: what a
         budget leaves for the answer is what is left after this (core.messages' estimate,
-        which errs on the high side; a provider that knows its count says it)."""
+        which errs on the high side; a provider that knows its count says it). `counted`: the
+        vendor's own count where it gives one, asked for near a budget's end."""
         return input_tokens_estimate(request)
 
     @abstractmethod

@@ -80,8 +80,8 @@ class MeteredProvider(Provider):
         )
         return reply
 
-    def input_tokens(self, request: ModelRequest) -> int:
-        return self.inner.input_tokens(request)
+    def input_tokens(self, request: ModelRequest, *, counted: bool = False) -> int:
+        return self.inner.input_tokens(request, counted=counted)
 
     def carry_tool_mode(self, mode: str) -> None:
         self.inner.carry_tool_mode(mode)

@@ -58,17 +58,24 @@ def metered(
             return None
         sent = provider.input_tokens(request)
         price = price_of(provider.name, provider.model)
-        held = _held(run_id, step_id, budget, sent, price, request.max_tokens)
-        if isinstance(held, _Wait):
-            # Said once: the step runs and calls nothing meanwhile.
-            payload = {"calls": held.calls, "held_tokens": held.tokens, "held_usd": str(held.usd)}
-            if events is None:
-                events_append(run_id, [(EventType.BUDGET_WAITING, payload, step_id)])
-            else:
-                events.append(run_id, EventType.BUDGET_WAITING, payload, step_id=step_id)
-        while isinstance(held, _Wait):
-            time.sleep(HELD_POLL_S)
+        counted = told = False
+        while True:
             held = _held(run_id, step_id, budget, sent, price, request.max_tokens)
+            if isinstance(held, _Wait):
+                if not told:  # said once: the step runs and calls nothing meanwhile
+                    _tell_waiting(run_id, step_id, held, events)
+                    told = True
+                time.sleep(HELD_POLL_S)
+                continue
+            # Near the budget's end, the request's size counts: the vendor's own count of it.
+            near_end = isinstance(held, str) or (held is not None and held < request.max_tokens)
+            if near_end and not counted:
+                counted = True
+                exact = provider.input_tokens(request, counted=True)
+                if exact != sent:
+                    sent = exact
+                    continue
+            break
         if isinstance(held, str):
             budget_stop(run_id, held, events=events)
             raise RunStopped(f"The run stopped because {held}.")
@@ -84,6 +91,14 @@ def metered(
             raise RunStopped(f"The run stopped because {reason or 'its budget is spent'}.")
 
     return MeteredProvider(provider, gate=gate, record=record)
+
+
+def _tell_waiting(run_id: int, step_id: str, held: _Wait, events: EventBuffer | None) -> None:
+    payload = {"calls": held.calls, "held_tokens": held.tokens, "held_usd": str(held.usd)}
+    if events is None:
+        events_append(run_id, [(EventType.BUDGET_WAITING, payload, step_id)])
+    else:
+        events.append(run_id, EventType.BUDGET_WAITING, payload, step_id=step_id)
 
 
 # How often a call that waits for the run's calls in flight asks again.

@@ -8,16 +8,17 @@
 
 Tests enqueue replies; the server records every request (lower-cased headers and JSON body)
 and answers POST /v1/messages in the wire format: one JSON body, or an SSE stream when the
-request says "stream": true. Streams can also fail the ways real ones do: an error event
-after the stream has started, a stall, or a connection that closes or resets early. Like the
-real API it refuses a wrong key (401), a missing
-anthropic-version header, and a conversation whose tool_use blocks are not answered by
+request says "stream": true (and POST /v1/messages/count_tokens, with a count). Streams can
+also fail the ways real ones do: an error event after the stream has started, a stall, or a
+connection that closes or resets early. Like the real API it refuses a wrong key (401), a
+missing anthropic-version header, and a conversation whose tool_use blocks are not answered by
 tool_result blocks in the next user turn (400), so a mapping bug fails here as it would there.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +58,8 @@ class FakeAnthropic(FakeModelServer[_Reply]):
 
     def __init__(self, api_key: str = "test-key") -> None:
         super().__init__(api_key)
+        # What POST /v1/messages/count_tokens answers; None: a quarter of the body's length.
+        self.input_count: int | None = None
 
     def __enter__(self) -> FakeAnthropic:
         super().__enter__()
@@ -146,7 +149,8 @@ class FakeAnthropic(FakeModelServer[_Reply]):
     # --- wire format -------------------------------------------------------------------------
     def answer(self, http: Exchange, recorded: Recorded) -> None:
         body = recorded.body
-        if recorded.path.split("?")[0] != "/v1/messages":
+        path = recorded.path.split("?")[0]
+        if path not in ("/v1/messages", "/v1/messages/count_tokens"):
             return _error(http, 404, "not_found_error", f"Not found: {recorded.path}")
         if not recorded.api_key:
             return _error(http, 401, "authentication_error", "x-api-key header is required")
@@ -156,6 +160,11 @@ class FakeAnthropic(FakeModelServer[_Reply]):
             return _error(
                 http, 400, "invalid_request_error", "anthropic-version: header is required"
             )
+        if path == "/v1/messages/count_tokens":
+            # The server's own count: a quarter of the request's characters, as the offline
+            # model counts, unless a test set another.
+            counted = self.input_count or math.ceil(len(json.dumps(body)) / 4)
+            return http.send_json(200, {"input_tokens": counted})
         if problem := _invalid(body):
             return _error(http, 400, "invalid_request_error", problem)
         reply = self._take()

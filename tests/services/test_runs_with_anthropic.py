@@ -243,29 +243,51 @@ def test_a_budget_stops_the_run_on_the_servers_own_figures(server, make_user):
     assert compute.status == StepStatus.SKIPPED
     assert compute.error.startswith("The run stopped because its budget of 5,000 tokens leaves")
     assert run.steps.get(step_id="explain").status == StepStatus.SKIPPED
-    # Nothing was asked of the server that the budget could not pay for.
-    assert len(server.requests) == 1 and server.pending == 0
+    # Nothing was asked of the server that the budget could not pay for; near its end, the
+    # server counted what each call would send.
+    assert [r.path for r in server.requests] == [
+        "/v1/messages/count_tokens",
+        "/v1/messages",
+        "/v1/messages/count_tokens",
+    ]
+    assert server.pending == 0
 
 
 def test_a_call_asks_the_server_for_no_more_answer_than_the_budget_leaves(server, make_user):
     server.enqueue_json(GOOD_PLAN, input_tokens=100, output_tokens=50)
     run = planned(make_user(), "Compute 6*7 and explain it", budget_tokens=150 + 3_000)
-    # The server's own count of the request, and an answer that runs to the limit it was given.
+    # Near the budget's end the server counts the request (900 tokens, say): the answer may
+    # take the rest, 2,100; the reply runs to that limit.
+    server.input_count = 900
     server.enqueue_text("6*7 is", stop_reason="max_tokens", input_tokens=900, output_tokens=2_100)
     run_approve_plan(run.pk)
     run = drive(run)
-    asked = server.requests[1].body["max_tokens"]
-    # Less than the 3,000 tokens left (the request takes its share), where 4,096 was asked
-    # without a budget.
-    assert 0 < asked < 3_000
+    messages = [r for r in server.requests if r.path == "/v1/messages"]
+    assert messages[-1].body["max_tokens"] == 2_100
     assert run.status == RunStatus.FAILED
     assert run.error == (
-        f"Stopped because its budget of 3,150 tokens left room for an answer of {asked:,} tokens "
+        "Stopped because its budget of 3,150 tokens left room for an answer of 2,100 tokens "
         "and the model's reply was cut off there (3,150 used). Completed steps keep their outputs."
     )
     compute = run.steps.get(step_id="compute")
     assert (compute.status, compute.output) == (StepStatus.SKIPPED, "")
-    assert len(server.requests) == 2 and server.pending == 0
+    assert len(messages) == 2 and server.pending == 0
+
+
+def test_a_count_the_server_cannot_give_leaves_the_estimate(server, make_user, settings):
+    settings.AGENTSITE_MODEL_MAX_RETRIES = 0
+    server.enqueue_json(GOOD_PLAN, input_tokens=100, output_tokens=50)
+    run = planned(make_user(), "Compute 6*7 and explain it", budget_tokens=150 + 3_000)
+    server.api_key = "another"  # every request from now on is refused, the count's first
+    run_approve_plan(run.pk)
+    run = drive(run)
+    # The count was asked for and refused; the call went on, sized by the estimate, and its
+    # own refusal is what failed the step.
+    paths = [r.path for r in server.requests]
+    assert paths[-2:] == ["/v1/messages/count_tokens", "/v1/messages"]
+    compute = run.steps.get(step_id="compute")
+    assert compute.status == StepStatus.FAILED
+    assert "401" in compute.error or "API key" in compute.error
 
 
 def test_the_key_is_never_logged_stored_or_shown(server, make_user, settings, caplog):

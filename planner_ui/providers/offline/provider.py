@@ -62,7 +62,7 @@ class OfflineProvider(Provider):
         super().__init__(model)
         self.latency_s = latency_s
 
-    def input_tokens(self, request: ModelRequest) -> int:
+    def input_tokens(self, request: ModelRequest, *, counted: bool = False) -> int:
         return math.ceil(_input_chars(request) / 4)  # what its reply's usage will say
 
     def complete(self, request: ModelRequest, on_text: TextSink | None = None) -> ModelReply:
