@@ -120,7 +120,7 @@ def _held(
 ) -> int | None | str | _Wait:
     """Under a budget, what a call sending about `sent` tokens and asking for an answer of up
     to `wanted` may take: the answer's room (held for the step until its call is recorded);
-    None where nothing limits it; _WAIT while the run's other calls in flight may still take
+    None where nothing limits it; a _Wait while the run's other calls in flight may still take
     what this one needs; or why the run stops.
 
     The run's row is locked first (docs/write-protocol.md, rule 3): two calls never hold the
