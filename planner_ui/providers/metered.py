@@ -26,6 +26,11 @@ class CallRecord:
     # The max_tokens the call was held to because its budget left no more, if it was.
     capped_at: int | None = None
 
+    @property
+    def cut_by_budget(self) -> bool:
+        """Its answer ran to the max_tokens its budget held it to: it is not whole."""
+        return self.capped_at is not None and self.stop_reason == "max_tokens"
+
 
 # Raises (e.g. RunStopped) to refuse the call before it is made; else returns how many tokens
 # its answer may take (what a budget leaves of it), or None where nothing limits it.

@@ -85,9 +85,9 @@ def metered(
         reason = call_record(
             run_id, step_id, call, requested_model=provider.model, budget=budget, events=events
         )
-        if call.capped_at is not None and call.stop_reason == "max_tokens":
-            # The answer is not whole: the step must not build on it, nor fail for it (the run
-            # may have stopped already, for another step's call).
+        if call.cut_by_budget:
+            # The step must not build on the answer, nor fail for it (the run may have stopped
+            # already, for another step's call).
             raise RunStopped(f"The run stopped because {reason or 'its budget is spent'}.")
 
     return MeteredProvider(provider, gate=gate, record=record)
@@ -250,7 +250,8 @@ def call_record(
     if budget is None:
         budget = Run.objects.get(pk=run_id).budget
     reason = budget.overrun(tokens_in + tokens_out, spent_usd)
-    if call.capped_at is not None and call.stop_reason == "max_tokens":
+    if call.cut_by_budget:
+        assert call.capped_at is not None
         # Said as it happened, though the cut answer most often spends the budget exactly.
         room = budget.answer_room(tokens_in + tokens_out, spent_usd, 0, price)
         reason = room.cut_off(call.capped_at) if room is not None else reason
